@@ -1,0 +1,24 @@
+# Interface targets that carry the project's compile settings. Every cudagate
+# target links cudagate_options; nothing edits CMAKE_CXX_FLAGS.
+add_library(cudagate_options INTERFACE)
+target_compile_features(cudagate_options INTERFACE cxx_std_20)
+set_target_properties(cudagate_options PROPERTIES INTERFACE_CXX_EXTENSIONS OFF)
+target_compile_options(cudagate_options INTERFACE
+  -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wcast-align
+  -Wunused -Woverloaded-virtual -Wnull-dereference -Wimplicit-fallthrough
+  -Werror)
+target_include_directories(cudagate_options INTERFACE ${PROJECT_SOURCE_DIR})
+
+if(CUDAGATE_SANITIZE)
+  target_compile_options(cudagate_options INTERFACE
+    -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+  target_link_options(cudagate_options INTERFACE -fsanitize=address,undefined)
+endif()
+
+if(CUDAGATE_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "CUDAGATE_FUZZ needs clang (libFuzzer)")
+  endif()
+  target_compile_options(cudagate_options INTERFACE -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer)
+  target_link_options(cudagate_options INTERFACE -fsanitize=address,undefined)
+endif()

@@ -1,0 +1,32 @@
+#pragma once
+// The one pure call that decides: workload facts + inventory snapshot +
+// policy + compat-db + gathered image metadata -> Decision. No lookup happens
+// in the middle of a decision; the caller gathers registry facts first.
+
+#include <vector>
+
+#include "compat-db/compat_db.h"
+#include "policy/decision.h"
+#include "policy/inventory.h"
+#include "policy/metadata.h"
+#include "policy/policy.h"
+#include "policy/pod.h"
+
+namespace cudagate {
+
+struct EvaluationInputs {
+  const RegistryFacts* registry = nullptr;  // may be null: no registry results
+  const FlagValues* flags = nullptr;        // may be null
+};
+
+// The GPU containers of `workload` (SPEC 2.1), init containers included.
+[[nodiscard]] std::vector<const ContainerSpec*> gpu_containers(const Workload& workload,
+                                                               const Policy& policy);
+
+// Evaluates SPEC 2 in full. Errors are values a person wrote that do not
+// parse (an annotation "12.x", an unknown arch name in the pod's env).
+Expected<Decision> evaluate(const Workload& workload, const Inventory& inventory,
+                            const Policy& policy, const CompatDb& db,
+                            const EvaluationInputs& inputs);
+
+}  // namespace cudagate

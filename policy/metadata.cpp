@@ -1,0 +1,466 @@
+#include "policy/metadata.h"
+
+#include <algorithm>
+#include <set>
+
+#include "policy/image_ref.h"
+
+namespace cudagate {
+namespace {
+
+constexpr std::string_view kCudaVersion = "CUDA_VERSION";
+constexpr std::string_view kRequireCuda = "NVIDIA_REQUIRE_CUDA";
+constexpr std::string_view kRequirePrefix = "NVIDIA_REQUIRE_";
+constexpr std::string_view kRequireJetpack = "NVIDIA_REQUIRE_JETPACK";
+constexpr std::string_view kDisableRequire = "NVIDIA_DISABLE_REQUIRE";
+constexpr std::string_view kTorchArchList = "TORCH_CUDA_ARCH_LIST";
+constexpr std::string_view kCudaArchs = "CUDAARCHS";
+constexpr std::string_view kCmakeArchs = "CMAKE_CUDA_ARCHITECTURES";
+constexpr std::string_view kCudaLabel = "com.nvidia.cuda.version";
+
+constexpr std::string_view kAnnotationCuda = "cudagate.io/cuda-version";
+constexpr std::string_view kAnnotationArchs = "cudagate.io/arch-list";
+constexpr std::string_view kAnnotationMinCc = "cudagate.io/min-compute-capability";
+
+// One variable of the environment the container runtime will see.
+struct EnvValue {
+  std::optional<std::string> value;  // nullopt: set with valueFrom, unknown at admission
+  Source source = Source::unknown;
+};
+
+using Env = std::map<std::string, EnvValue, std::less<>>;
+
+// What is known about the image itself, from its first source.
+struct ImageFacts {
+  Source source = Source::unknown;
+  std::vector<std::pair<std::string, std::string>> env;
+  std::vector<std::pair<std::string, std::string>> labels;
+  std::optional<ComputeCapability> min_cc;
+  std::string min_cc_name;
+};
+
+// Go's strconv.ParseBool, true side; every other text (errors included) is
+// false, as the toolkit ignores the parse error.
+bool go_parse_bool_true(std::string_view text) {
+  return text == "1" || text == "t" || text == "T" || text == "TRUE" || text == "true" ||
+         text == "True";
+}
+
+bool starts_with(std::string_view text, std::string_view prefix) {
+  return text.substr(0, prefix.size()) == prefix;
+}
+
+bool is_digits(std::string_view text) {
+  return !text.empty() &&
+         std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// The leading "12.8.1" of "12.8.1-base-ubuntu24.04".
+std::string_view leading_version(std::string_view tag) {
+  const std::string_view head = tag.substr(0, tag.find('-'));
+  if (head.empty() || head.front() == '.' || !std::all_of(head.begin(), head.end(), [](char c) {
+        return (c >= '0' && c <= '9') || c == '.';
+      })) {
+    return {};
+  }
+  return head;
+}
+
+// "12.3.2" from an NGC "12.4.0.41"-style version: CUDA_VERSION has at most
+// three parts.
+std::string at_most_three_parts(std::string_view version) {
+  std::size_t dots = 0;
+  for (std::size_t i = 0; i < version.size(); ++i) {
+    if (version[i] == '.' && ++dots == 3) return std::string(version.substr(0, i));
+  }
+  return std::string(version);
+}
+
+// A CUDA version from one tag token: cudaX.Y, cuX.Y, cuXYZ (last digit is
+// the minor: cu118 is 11.8, cu130 is 13.0).
+std::optional<std::string> cuda_from_token(std::string_view token) {
+  std::string_view rest;
+  if (starts_with(token, "cuda")) {
+    rest = token.substr(4);
+  } else if (starts_with(token, "cu")) {
+    rest = token.substr(2);
+  } else {
+    return std::nullopt;
+  }
+  if (rest.find('.') != std::string_view::npos) {
+    if (CudaVersion::parse(rest) && std::count(rest.begin(), rest.end(), '.') <= 2) {
+      return std::string(rest);
+    }
+    return std::nullopt;
+  }
+  if (starts_with(token, "cuda") || !is_digits(rest) || rest.size() < 2 || rest.size() > 4) {
+    return std::nullopt;
+  }
+  return std::string(rest.substr(0, rest.size() - 1)) + "." +
+         std::string(rest.substr(rest.size() - 1));
+}
+
+std::optional<std::string> cuda_from_tag(std::string_view tag) {
+  std::size_t start = 0;
+  for (std::size_t i = 0; i <= tag.size(); ++i) {
+    if (i < tag.size() && tag[i] != '-' && tag[i] != '_') continue;
+    if (auto v = cuda_from_token(tag.substr(start, i - start))) return v;
+    start = i + 1;
+  }
+  return std::nullopt;
+}
+
+// The NVIDIA_REQUIRE_CUDA that an NGC release's images declare: the release's
+// CUDA, or one forward-compatible driver branch on a datacenter brand.
+std::string ngc_require_cuda(const NgcRelease& release, CudaVersion cuda, const CompatDb& db) {
+  std::set<std::string> brands;
+  for (const Product& p : db.products) {
+    if (p.datacenter && !p.brand.empty()) brands.insert(p.brand);
+  }
+  std::string text = "cuda>=" + cuda.str();
+  for (const DriverVersion& fc : release.forward_compat) {
+    for (const std::string& brand : brands) {
+      text +=
+          " brand=" + brand + ",driver>=" + fc.str() + ",driver<" + std::to_string(fc.branch() + 1);
+    }
+  }
+  return text;
+}
+
+// Applies one image rule; false when the reference says nothing under it.
+bool infer_with_rule(const ImageRule& rule, const ImageRef& ref, const CompatDb& db,
+                     ImageFacts& facts) {
+  if (rule.kind == "cuda-base") {
+    const std::string_view version = leading_version(ref.tag);
+    if (version.empty() || !CudaVersion::parse(version)) return false;
+    if (const CudaImage* image = db.cuda_image(version)) {
+      facts.env.emplace_back(kCudaVersion, image->cuda_version);
+      if (!image->require_cuda.empty()) facts.env.emplace_back(kRequireCuda, image->require_cuda);
+    } else {
+      facts.env.emplace_back(kCudaVersion, std::string(version));
+    }
+    return true;
+  }
+  if (rule.kind == "ngc-release") {
+    const std::string_view tag = ref.tag;
+    if (tag.size() < 5 || !is_digits(tag.substr(0, 2)) || tag[2] != '.' ||
+        !is_digits(tag.substr(3, 2)) || (tag.size() > 5 && tag[5] != '-')) {
+      return false;
+    }
+    const NgcRelease* release = db.ngc_release(tag.substr(0, 5));
+    if (release == nullptr) return false;
+    const std::string cuda_text = at_most_three_parts(release->cuda_version);
+    auto cuda = CudaVersion::parse(cuda_text);
+    if (!cuda) return false;
+    facts.env.emplace_back(kCudaVersion, cuda_text);
+    facts.env.emplace_back(kRequireCuda, ngc_require_cuda(*release, *cuda, db));
+    if (release->min_cc) {
+      facts.min_cc = release->min_cc;
+      facts.min_cc_name = "NGC release " + release->release;
+    }
+    return true;
+  }
+  if (rule.kind == "cuda-tag") {
+    auto version = cuda_from_tag(ref.tag);
+    if (!version) return false;
+    facts.labels.emplace_back(kCudaLabel, *version);
+    return true;
+  }
+  return false;
+}
+
+ImageFacts infer_image(std::string_view image, const CompatDb& db) {
+  ImageFacts facts;
+  auto ref = ImageRef::parse(image);
+  if (!ref || ref->tag.empty()) return facts;
+  const std::string name = ref->name();
+  // Rules naming the repository outright come before pattern rules, so a
+  // catch-all tag rule never shadows a release table.
+  for (const bool patterns : {false, true}) {
+    for (const ImageRule& rule : db.image_rules) {
+      const bool matches = std::any_of(
+          rule.repositories.begin(), rule.repositories.end(), [&](const std::string& repo) {
+            const bool is_pattern =
+                std::any_of(repo.begin(), repo.end(), [](char c) { return c == '*' || c == '?'; });
+            return is_pattern == patterns && glob_match(repo, name);
+          });
+      if (matches && infer_with_rule(rule, *ref, db, facts)) {
+        facts.source = Source::inference;
+        return facts;
+      }
+    }
+  }
+  return facts;
+}
+
+ImageFacts image_facts(const ContainerSpec& container, const Policy& policy, const CompatDb& db,
+                       const RegistryFacts* registry) {
+  ImageFacts facts;
+  if (const CatalogEntry* entry = policy.catalog_entry(container.image)) {
+    facts.source = Source::catalog;
+    if (entry->cuda_version) facts.env.emplace_back(kCudaVersion, *entry->cuda_version);
+    if (entry->arch_list) facts.env.emplace_back(kTorchArchList, *entry->arch_list);
+    if (entry->require_cuda) facts.env.emplace_back(kRequireCuda, *entry->require_cuda);
+    return facts;
+  }
+  if (registry != nullptr) {
+    if (auto it = registry->find(container.image); it != registry->end()) {
+      facts.source = Source::registry;
+      facts.env = it->second.env;
+      facts.labels = it->second.labels;
+      return facts;
+    }
+  }
+  return infer_image(container.image, db);
+}
+
+// Resolves one container; every error names the container.
+class Resolver {
+ public:
+  Resolver(const Workload& workload, const ContainerSpec& container, const Policy& policy,
+           const CompatDb& db)
+      : workload_(workload),
+        container_(container),
+        policy_(policy),
+        db_(db),
+        prefix_("container \"" + container.name + "\"") {}
+
+  Expected<ContainerMetadata> resolve(const RegistryFacts* registry, const FlagValues* flags) {
+    facts_ = image_facts(container_, policy_, db_, registry);
+    for (const auto& [name, value] : facts_.env) env_[name] = EnvValue{value, facts_.source};
+    for (const EnvVar& var : container_.env) env_[var.name] = EnvValue{var.value, Source::env};
+
+    ContainerMetadata md;
+    if (auto err = resolve_cuda(md)) return *err;
+    if (auto err = resolve_require(md)) return *err;
+
+    if (facts_.min_cc) {
+      md.min_cc = Sourced<ComputeCapability>{facts_.min_cc, Source::inference, facts_.min_cc->str(),
+                                             facts_.min_cc_name};
+    }
+    // Annotations and flags may set the CUDA version that CMake's
+    // "all"/"all-major" expand against, so they are applied before archs.
+    if (auto err = override_values(md, flags)) return *err;
+    if (auto err = resolve_archs(md)) return *err;
+    if (auto err = override_archs(md, flags)) return *err;
+    return md;
+  }
+
+ private:
+  // A set, non-empty variable; nullptr when unset or empty.
+  const EnvValue* get(std::string_view name) const {
+    auto it = env_.find(name);
+    if (it == env_.end()) return nullptr;
+    if (it->second.value && it->second.value->empty()) return nullptr;
+    return &it->second;
+  }
+
+  Error env_error(std::string_view name, const Error& e) const {
+    return e.within(prefix_ + ": env " + std::string(name));
+  }
+
+  std::optional<Error> resolve_cuda(ContainerMetadata& md) const {
+    if (const EnvValue* v = get(kCudaVersion)) {
+      md.cuda.source = v->source;
+      md.cuda.name = kCudaVersion;
+      if (!v->value) return std::nullopt;  // valueFrom: unknown
+      md.cuda.text = *v->value;
+      auto parsed = CudaVersion::parse(*v->value);
+      if (parsed) {
+        md.cuda.value = *parsed;
+      } else if (v->source == Source::env) {
+        return env_error(kCudaVersion, parsed.error());
+      } else {
+        md.cuda.source = Source::unknown;
+      }
+      return std::nullopt;
+    }
+    if (const EnvValue* v = get(kRequireCuda)) {
+      if (!v->value) return std::nullopt;
+      auto req = parse_requirement(kRequireCuda, *v->value);
+      if (!req) {
+        if (v->source == Source::env) return env_error(kRequireCuda, req.error());
+        return std::nullopt;
+      }
+      for (const RequireAlternative& alt : req->alternatives) {
+        for (const RequireTerm& term : alt.terms) {
+          if (term.key != RequireKey::cuda || term.op != RequireOp::ge || term.numbers.empty()) {
+            continue;
+          }
+          md.cuda = Sourced<CudaVersion>{
+              CudaVersion(term.numbers[0], term.numbers.size() > 1 ? term.numbers[1] : 0),
+              v->source, "cuda>=" + term.value, std::string(kRequireCuda)};
+          return std::nullopt;
+        }
+      }
+      return std::nullopt;
+    }
+    for (const auto& [label, value] : facts_.labels) {
+      if (label != kCudaLabel || value.empty()) continue;
+      if (auto parsed = CudaVersion::parse(value)) {
+        md.cuda = Sourced<CudaVersion>{*parsed, facts_.source, value, std::string(kCudaLabel)};
+      }
+      return std::nullopt;
+    }
+    return std::nullopt;
+  }
+
+  std::optional<Error> resolve_require(ContainerMetadata& md) const {
+    if (auto it = env_.find(kDisableRequire); it != env_.end()) {
+      const EnvValue& v = it->second;
+      if (!v.value || go_parse_bool_true(*v.value)) {
+        // valueFrom may or may not disable: the requirement is unknown.
+        md.require_disabled = v.value.has_value();
+        md.require.source = v.source;
+        md.require.name = kDisableRequire;
+        md.require.text = v.value ? std::string(kDisableRequire) + "=" + *v.value : "";
+        return std::nullopt;
+      }
+    }
+    RequirementSet set;
+    Source source = Source::unknown;
+    bool unknown = false;
+    for (const auto& [name, v] : env_) {
+      if (!starts_with(name, kRequirePrefix) || starts_with(name, kRequireJetpack)) continue;
+      if (v.value && v.value->empty()) continue;
+      if (source == Source::unknown || v.source == Source::env) source = v.source;
+      if (!v.value) {
+        unknown = true;
+        continue;
+      }
+      auto req = parse_requirement(name, *v.value);
+      if (!req) {
+        if (v.source == Source::env) return env_error(name, req.error());
+        unknown = true;
+        continue;
+      }
+      set.requirements.push_back(std::move(*req));
+    }
+    // The toolkit's legacy rule: CUDA_VERSION without NVIDIA_REQUIRE_CUDA
+    // requires a driver for at least that CUDA major.minor.
+    const EnvValue* cuda = get(kCudaVersion);
+    if (cuda != nullptr && get(kRequireCuda) == nullptr) {
+      if (source == Source::unknown || cuda->source == Source::env) source = cuda->source;
+      auto version =
+          cuda->value ? CudaVersion::parse(*cuda->value) : Expected<CudaVersion>(Error{});
+      auto req = version ? parse_requirement(kCudaVersion, "cuda>=" + version->str())
+                         : Expected<Requirement>(Error{});
+      if (req) {
+        set.requirements.push_back(std::move(*req));
+      } else {
+        // The toolkit refuses to start such a container; whether it runs is
+        // not a question of the node.
+        unknown = true;
+      }
+    }
+    if (source == Source::unknown) return std::nullopt;
+    md.require.source = source;
+    md.require.text = set.str();
+    md.require.name =
+        set.requirements.empty() ? std::string(kRequireCuda) : set.requirements.front().variable;
+    if (!unknown) md.require.value = std::move(set);
+    return std::nullopt;
+  }
+
+  std::optional<Error> resolve_archs(ContainerMetadata& md) const {
+    for (const std::string_view name : {kTorchArchList, kCudaArchs, kCmakeArchs}) {
+      const EnvValue* v = get(name);
+      if (v == nullptr) continue;
+      md.archs.source = v->source;
+      md.archs.name = name;
+      if (!v->value) return std::nullopt;
+      md.archs.text = *v->value;
+      auto parsed = name == kTorchArchList ? parse_torch_arch_list(*v->value, db_)
+                                           : parse_cmake_arch_list(*v->value, db_, md.cuda.value);
+      if (parsed) {
+        md.archs.value = std::move(*parsed);
+      } else if (v->source == Source::env) {
+        return env_error(name, parsed.error());
+      } else {
+        md.archs.source = Source::unknown;
+      }
+      return std::nullopt;
+    }
+    return std::nullopt;
+  }
+
+  // The container's own annotation ("<key>.<container>") wins over the pod-wide one.
+  std::optional<std::pair<std::string, const std::string*>> annotation(std::string_view key) const {
+    std::string own = std::string(key) + "." + container_.name;
+    if (const std::string* v = workload_.annotation(own)) return std::make_pair(own, v);
+    if (const std::string* v = workload_.annotation(key))
+      return std::make_pair(std::string(key), v);
+    return std::nullopt;
+  }
+
+  template <class T, class Parse>
+  std::optional<Error> apply(Sourced<T>& out, Source source, const std::string& name,
+                             const std::string& text, Parse parse) const {
+    auto parsed = parse(text);
+    if (!parsed) {
+      const std::string what = source == Source::flag ? "flag " + name : "annotation " + name;
+      return parsed.error().within(prefix_ + ": " + what);
+    }
+    out = Sourced<T>{std::move(*parsed), source, text, name};
+    return std::nullopt;
+  }
+
+  // cuda and min_cc from annotations, then from flags (which win).
+  std::optional<Error> override_values(ContainerMetadata& md, const FlagValues* flags) const {
+    if (auto a = annotation(kAnnotationCuda)) {
+      if (auto err = apply(md.cuda, Source::annotation, a->first, *a->second, CudaVersion::parse)) {
+        return err;
+      }
+    }
+    if (auto a = annotation(kAnnotationMinCc)) {
+      if (auto err = apply(md.min_cc, Source::annotation, a->first, *a->second,
+                           ComputeCapability::parse)) {
+        return err;
+      }
+    }
+    if (flags != nullptr && flags->cuda) {
+      if (auto err = apply(md.cuda, Source::flag, "--cuda", *flags->cuda, CudaVersion::parse)) {
+        return err;
+      }
+    }
+    if (flags != nullptr && flags->min_cc) {
+      if (auto err = apply(md.min_cc, Source::flag, "--min-compute-capability", *flags->min_cc,
+                           ComputeCapability::parse)) {
+        return err;
+      }
+    }
+    return std::nullopt;
+  }
+
+  std::optional<Error> override_archs(ContainerMetadata& md, const FlagValues* flags) const {
+    auto parse = [this](std::string_view text) { return parse_torch_arch_list(text, db_); };
+    if (auto a = annotation(kAnnotationArchs)) {
+      if (auto err = apply(md.archs, Source::annotation, a->first, *a->second, parse)) return err;
+    }
+    if (flags != nullptr && flags->arch_list) {
+      if (auto err = apply(md.archs, Source::flag, "--arch-list", *flags->arch_list, parse)) {
+        return err;
+      }
+    }
+    return std::nullopt;
+  }
+
+  const Workload& workload_;
+  const ContainerSpec& container_;
+  const Policy& policy_;
+  const CompatDb& db_;
+  std::string prefix_;
+  ImageFacts facts_;
+  Env env_;
+};
+
+}  // namespace
+
+Expected<ContainerMetadata> resolve_metadata(const Workload& workload,
+                                             const ContainerSpec& container, const Policy& policy,
+                                             const CompatDb& db, const RegistryFacts* registry,
+                                             const FlagValues* flags) {
+  return Resolver(workload, container, policy, db).resolve(registry, flags);
+}
+
+}  // namespace cudagate

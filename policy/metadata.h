@@ -1,0 +1,93 @@
+#pragma once
+// Image metadata per GPU container (SPEC 2.2): the CUDA runtime version, the
+// NVIDIA_REQUIRE_* requirements and the compiled architectures, each with the
+// source it came from.
+//
+// The environment is what the runtime will see: a literal env[].value in the
+// pod spec, else the image's variable. The image's variables and labels come
+// from, first found: the policy catalog, the registry's image config (handed
+// in: the core does no I/O), inference from the reference through compat-db.
+// Annotations override cuda and archs, never require.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "compat-db/compat_db.h"
+#include "policy/arch_list.h"
+#include "policy/expected.h"
+#include "policy/pod.h"
+#include "policy/policy.h"
+#include "policy/requirement.h"
+#include "policy/version.h"
+
+namespace cudagate {
+
+enum class Source : unsigned char { annotation, env, catalog, registry, inference, flag, unknown };
+[[nodiscard]] std::string_view to_string(Source source);
+
+template <class T>
+struct Sourced {
+  std::optional<T> value;
+  Source source = Source::unknown;
+  std::string text;  // the value as written where it was found
+  // Where it was found: the variable, annotation, label or flag
+  // ("TORCH_CUDA_ARCH_LIST", "cudagate.io/arch-list.train", "--cuda"), so
+  // that findings can tell a person what to change.
+  std::string name;
+};
+
+// An image's config as the registry returns it (Env and Labels).
+struct ImageConfig {
+  std::vector<std::pair<std::string, std::string>> env;     // "CUDA_VERSION" -> "12.4.1"
+  std::vector<std::pair<std::string, std::string>> labels;  // "com.nvidia.cuda.version" -> ...
+};
+
+// Registry results gathered before the decision, keyed by the image string
+// as written in the pod spec.
+using RegistryFacts = std::map<std::string, ImageConfig, std::less<>>;
+
+// Values a person gave on the command line (`cudagate check`), which apply
+// to every GPU container with source `flag`.
+struct FlagValues {
+  std::optional<std::string> cuda;
+  std::optional<std::string> arch_list;  // TORCH_CUDA_ARCH_LIST syntax
+  std::optional<std::string> min_cc;
+};
+
+struct ContainerMetadata {
+  Sourced<CudaVersion> cuda;
+  Sourced<ArchSet> archs;
+  Sourced<RequirementSet> require;
+  Sourced<ComputeCapability> min_cc;
+  bool require_disabled = false;  // NVIDIA_DISABLE_REQUIRE is true
+};
+
+// Resolves one container's metadata. Values that a person wrote (annotations,
+// pod env, flags) and that do not parse are errors naming the container and
+// the annotation or variable:
+//   container "train": annotation cudagate.io/cuda-version: expected a CUDA version ...
+// values from an image that do not parse leave the value unknown.
+//
+// Details that follow the NVIDIA container toolkit: an empty variable counts
+// as unset; NVIDIA_REQUIRE_JETPACK* is not a requirement; NVIDIA_DISABLE_REQUIRE
+// is read with Go's strconv.ParseBool. A pod variable set with valueFrom
+// hides the image's value and cannot be read at admission: the value it
+// would give (cuda, archs, or any requirement) is unknown.
+//
+// Inference through compat-db image rules: "cuda-base" and "ngc-release"
+// give the image's CUDA_VERSION and NVIDIA_REQUIRE_CUDA (forward-compatible
+// brand alternatives included), "ngc-release" also min_cc; "cuda-tag"
+// gives only the CUDA version, as if the image carried the label
+// com.nvidia.cuda.version, because a tag says which CUDA the image was built
+// with, not which variables it sets (so no implicit cuda>= requirement).
+Expected<ContainerMetadata> resolve_metadata(const Workload& workload,
+                                             const ContainerSpec& container,
+                                             const Policy& policy, const CompatDb& db,
+                                             const RegistryFacts* registry,
+                                             const FlagValues* flags);
+
+}  // namespace cudagate

@@ -1,0 +1,336 @@
+#include "policy/node.h"
+
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "policy/document.h"
+#include "policy/pod.h"
+
+namespace cudagate {
+namespace {
+
+using nlohmann::json;
+
+std::string quote_text(std::string_view text) {
+  std::string out = "\"";
+  out.append(text.substr(0, 64));
+  if (text.size() > 64) out += "...";
+  out += '"';
+  return out;
+}
+
+std::string join(std::string_view outer, std::string_view inner) {
+  if (outer.empty()) return std::string(inner);
+  if (inner.empty()) return std::string(outer);
+  return std::string(outer) + ": " + std::string(inner);
+}
+
+Expected<std::vector<Taint>> parse_taints(const json& spec, std::string_view path) {
+  auto list = array_field(spec, "taints", path);
+  if (!list) return list.error();
+  std::vector<Taint> out;
+  if (*list == nullptr) return out;
+  const std::string list_path = field_path(path, "taints");
+  for (std::size_t i = 0; i < (*list)->size(); ++i) {
+    const json& item = (**list)[i];
+    const std::string item_path = index_path(list_path, i);
+    if (!item.is_object()) return Error{item_path, type_error("an object", item)};
+    Taint t;
+    for (auto [key, target] :
+         {std::pair{"key", &t.key}, std::pair{"value", &t.value}, std::pair{"effect", &t.effect}}) {
+      auto v = string_field(item, key, item_path, false);
+      if (!v) return v.error();
+      *target = std::move(*v);
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+// Reads one Node, or a Node list item (the API server leaves out the kind there).
+Expected<Node> read_node(const json& object) {
+  if (!object.is_object()) return Error{"", type_error("an object", object)};
+  auto kind = string_field(object, "kind", "", false);
+  if (!kind) return kind.error();
+  if (!kind->empty() && *kind != "Node") {
+    return Error{"kind", "expected a Node, got " + quote_text(*kind)};
+  }
+  Node node;
+  auto metadata = object_field(object, "metadata", "");
+  if (!metadata) return metadata.error();
+  if (*metadata == nullptr) return Error{"metadata", "is required"};
+  auto name = string_field(**metadata, "name", "metadata", true);
+  if (!name) return name.error();
+  if (name->empty()) return Error{"metadata.name", "is required"};
+  node.name = std::move(*name);
+
+  auto labels = object_field(**metadata, "labels", "metadata");
+  if (!labels) return labels.error();
+  if (*labels != nullptr) {
+    for (const auto& [k, v] : (*labels)->items()) {
+      if (!v.is_string()) return Error{field_path("metadata.labels", k), type_error("a string", v)};
+      node.labels.emplace_back(k, v.get<std::string>());
+    }
+  }
+  std::sort(node.labels.begin(), node.labels.end());
+
+  auto spec = object_field(object, "spec", "");
+  if (!spec) return spec.error();
+  if (*spec != nullptr) {
+    auto taints = parse_taints(**spec, "spec");
+    if (!taints) return taints.error();
+    node.taints = std::move(*taints);
+    const auto unschedulable = (*spec)->find("unschedulable");
+    if (unschedulable != (*spec)->end() && !unschedulable->is_null()) {
+      if (!unschedulable->is_boolean()) {
+        return Error{"spec.unschedulable", type_error("a boolean", *unschedulable)};
+      }
+      node.unschedulable = unschedulable->get<bool>();
+    }
+  }
+
+  auto status = object_field(object, "status", "");
+  if (!status) return status.error();
+  if (*status != nullptr) {
+    auto allocatable = object_field(**status, "allocatable", "status");
+    if (!allocatable) return allocatable.error();
+    if (*allocatable != nullptr) {
+      for (const auto& [resource, quantity] : (*allocatable)->items()) {
+        if (!is_extended_resource(resource)) continue;
+        auto count = parse_count_quantity(quantity);
+        if (!count) return count.error().within(field_path("status.allocatable", resource));
+        node.allocatable.emplace_back(resource, *count);
+      }
+    }
+  }
+  std::sort(node.allocatable.begin(), node.allocatable.end());
+  return node;
+}
+
+bool ends_with_list(std::string_view kind) {
+  return kind.size() >= 4 && kind.substr(kind.size() - 4) == "List";
+}
+
+}  // namespace
+
+const std::string* Node::label(std::string_view key) const {
+  const auto it =
+      std::lower_bound(labels.begin(), labels.end(), key,
+                       [](const auto& entry, std::string_view k) { return entry.first < k; });
+  if (it == labels.end() || it->first != key) return nullptr;
+  return &it->second;
+}
+
+Expected<Node> node_from_json(const json& object, std::string_view where) {
+  auto node = read_node(object);
+  if (!node) return node.error().within(std::string(where));
+  return node;
+}
+
+Expected<std::vector<Node>> parse_nodes(std::string_view text, std::string_view source) {
+  auto docs = parse_source_documents(text, source);
+  if (!docs) return docs.error();
+  if (docs->documents.empty()) {
+    return Error{std::string(source), "no nodes: expected a Node, a NodeList or a List of Nodes"};
+  }
+  std::vector<Node> out;
+  std::unordered_map<std::string, std::string> seen;  // name -> where it was read
+
+  auto add = [&](const json& object, const std::string& where) -> std::optional<Error> {
+    auto node = node_from_json(object, where);
+    if (!node) return node.error();
+    const auto [it, inserted] = seen.emplace(node->name, where);
+    if (!inserted) {
+      return Error{join(where, "metadata.name"),
+                   "node " + quote_text(node->name) + " appears twice (first in " +
+                       (it->second.empty() ? std::string("the same list") : it->second) + ")"};
+    }
+    out.push_back(std::move(*node));
+    return std::nullopt;
+  };
+  auto add_items = [&](const json& items, const std::string& where,
+                       const std::string& prefix) -> std::optional<Error> {
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      if (auto e = add(items[i], join(where, index_path(prefix, i)))) return e;
+    }
+    return std::nullopt;
+  };
+
+  const bool several = docs->count > 1;
+  for (const auto& doc : docs->documents) {
+    const std::string where =
+        several ? join(source, "document " + std::to_string(doc.index)) : std::string(source);
+    const json& value = doc.value;
+    if (value.is_array()) {
+      if (auto e = add_items(value, where, "")) return *e;
+      continue;
+    }
+    if (!value.is_object()) {
+      return Error{where,
+                   "expected a Node, a NodeList or a List, got " + std::string(value.type_name())};
+    }
+    auto kind = string_field(value, "kind", "", false);
+    if (!kind) return kind.error().within(where);
+    if (*kind == "Node" ||
+        (kind->empty() && value.contains("metadata") && !value.contains("items"))) {
+      if (auto e = add(value, where)) return *e;
+    } else if (ends_with_list(*kind) || (kind->empty() && value.contains("items"))) {
+      auto items = array_field(value, "items", "");
+      if (!items) return items.error().within(where);
+      if (*items != nullptr) {
+        if (auto e = add_items(**items, where, "items")) return *e;
+      }
+    } else {
+      return Error{join(where, "kind"),
+                   "expected a Node, a NodeList or a List, got " + quote_text(*kind)};
+    }
+  }
+  return out;
+}
+
+namespace {
+
+class Labels {
+ public:
+  explicit Labels(const Node& node) : node_(node) {}
+
+  [[nodiscard]] const std::string* get(std::string_view key) const { return node_.label(key); }
+
+  // "major.minor[.third]" from separate labels; nullopt when major or minor is absent.
+  [[nodiscard]] std::optional<std::string> joined(std::string_view major, std::string_view minor,
+                                                  std::string_view third = {}) const {
+    const std::string* ma = get(major);
+    const std::string* mi = get(minor);
+    if (ma == nullptr || mi == nullptr) return std::nullopt;
+    std::string out = *ma + "." + *mi;
+    if (!third.empty()) {
+      // GFD writes an empty revision for two-part driver versions.
+      if (const std::string* th = get(third); th != nullptr && !th->empty()) out += "." + *th;
+    }
+    return out;
+  }
+
+ private:
+  const Node& node_;
+};
+
+template <class T>
+std::optional<T> parse_opt(const std::string* text) {
+  if (text == nullptr) return std::nullopt;
+  auto parsed = T::parse(*text);
+  if (!parsed) return std::nullopt;
+  return *parsed;
+}
+
+template <class T>
+std::optional<T> parse_opt(const std::optional<std::string>& text) {
+  return text ? parse_opt<T>(&*text) : std::nullopt;
+}
+
+}  // namespace
+
+GpuFacts derive_gpu_facts(const Node& node, const CompatDb& db) {
+  GpuFacts f;
+  for (const auto& [resource, amount] : node.allocatable) {
+    if (amount > 0 && (resource == "nvidia.com/gpu" || resource.rfind("nvidia.com/mig-", 0) == 0)) {
+      f.has_gpu = true;
+    }
+  }
+  const Labels labels(node);
+
+  // Driver: GFD's labels, the deprecated GFD ones, then cudagate's own. A
+  // malformed value (Tegra reports "unknown.unknown.unknown") counts as absent.
+  f.driver = parse_opt<DriverVersion>(labels.get("nvidia.com/cuda.driver-version.full"));
+  if (!f.driver) {
+    f.driver = parse_opt<DriverVersion>(labels.joined("nvidia.com/cuda.driver-version.major",
+                                                      "nvidia.com/cuda.driver-version.minor",
+                                                      "nvidia.com/cuda.driver-version.revision"));
+  }
+  if (!f.driver) {
+    f.driver = parse_opt<DriverVersion>(labels.joined("nvidia.com/cuda.driver.major",
+                                                      "nvidia.com/cuda.driver.minor",
+                                                      "nvidia.com/cuda.driver.rev"));
+  }
+  if (f.driver) {
+    f.driver_source = NodeFactSource::gfd;
+  } else if ((f.driver = parse_opt<DriverVersion>(labels.get("cudagate.io/driver-version")))) {
+    f.driver_source = NodeFactSource::cudagate;
+  }
+
+  // Maximum CUDA: what the driver reports through GFD, else the compat-db's
+  // answer for the driver's branch.
+  f.max_cuda = parse_opt<CudaVersion>(labels.get("nvidia.com/cuda.runtime-version.full"));
+  if (!f.max_cuda) {
+    f.max_cuda = parse_opt<CudaVersion>(labels.joined("nvidia.com/cuda.runtime-version.major",
+                                                      "nvidia.com/cuda.runtime-version.minor"));
+  }
+  if (!f.max_cuda) {
+    f.max_cuda = parse_opt<CudaVersion>(
+        labels.joined("nvidia.com/cuda.runtime.major", "nvidia.com/cuda.runtime.minor"));
+  }
+  if (!f.max_cuda && f.driver) f.max_cuda = db.max_cuda_for(*f.driver);
+
+  // The product: cloud accelerator labels, then the product name labels.
+  const Product* product = nullptr;
+  NodeFactSource product_source = NodeFactSource::none;
+  for (std::size_t i = 0; i < db.cloud_accelerators.size() && product == nullptr; ++i) {
+    const std::string& key = db.cloud_accelerators[i].label;
+    bool asked = false;  // each label key once, however many values the db lists
+    for (std::size_t k = 0; k < i && !asked; ++k) asked = db.cloud_accelerators[k].label == key;
+    if (asked) continue;
+    if (const std::string* value = labels.get(key)) {
+      product = db.product_by_cloud_label(key, *value);
+      if (product != nullptr) product_source = NodeFactSource::cloud;
+    }
+  }
+  const std::string* product_label = labels.get("nvidia.com/gpu.product");
+  if (product_label == nullptr) product_label = labels.get("cudagate.io/gpu-product");
+  if (product == nullptr) {
+    for (const char* key : {"nvidia.com/gpu.product", "cudagate.io/gpu-product"}) {
+      const std::string* value = labels.get(key);
+      if (value == nullptr) continue;
+      product = db.product_by_gfd(*value);
+      if (product == nullptr) product = db.product_by_name(*value);
+      if (product != nullptr) {
+        product_source = NodeFactSource::product;
+        break;
+      }
+    }
+  }
+  if (product_label != nullptr) {
+    f.product = *product_label;
+  } else if (product != nullptr) {
+    f.product = product->name;
+  }
+
+  // Compute capability: GFD, cudagate's label, then the product.
+  f.cc = parse_opt<ComputeCapability>(
+      labels.joined("nvidia.com/gpu.compute.major", "nvidia.com/gpu.compute.minor"));
+  if (f.cc) {
+    f.cc_source = NodeFactSource::gfd;
+  } else if ((f.cc = parse_opt<ComputeCapability>(labels.get("cudagate.io/compute-capability")))) {
+    f.cc_source = NodeFactSource::cudagate;
+  } else if (product != nullptr) {
+    f.cc = product->cc;
+    f.cc_source = product_source;
+  }
+
+  // GFD writes "undefined" for generations it has no name for.
+  if (const std::string* family = labels.get("nvidia.com/gpu.family");
+      family != nullptr && *family != "undefined") {
+    f.family = *family;
+  } else if (product != nullptr) {
+    f.family = product->family;
+  }
+  if (product != nullptr && !product->brand.empty()) f.brand = product->brand;
+  return f;
+}
+
+bool is_gpu_resource(std::string_view name, const std::vector<std::string>& gpu_resources) {
+  if (name.rfind("nvidia.com/mig-", 0) == 0) return true;
+  return std::find(gpu_resources.begin(), gpu_resources.end(), name) != gpu_resources.end();
+}
+
+}  // namespace cudagate

@@ -1,0 +1,354 @@
+#include "policy/rules.h"
+
+#include <algorithm>
+#include <string>
+
+namespace cudagate {
+namespace {
+
+constexpr std::string_view kFixDriverUnknown =
+    "label the nodes with cudagate.io/driver-version or run GPU Feature Discovery";
+constexpr std::string_view kFixCcUnknown =
+    "label the nodes with cudagate.io/compute-capability or cudagate.io/gpu-product, or run GPU "
+    "Feature Discovery";
+constexpr std::string_view kFixBrandUnknown =
+    "label the nodes with cudagate.io/gpu-product or run GPU Feature Discovery, so that the GPU's "
+    "brand is known";
+constexpr std::string_view kFixCudaUnknown =
+    "annotate the pod with cudagate.io/cuda-version (the CUDA release the image was built with)";
+constexpr std::string_view kFixArchsUnknown =
+    "annotate the pod with cudagate.io/arch-list (the architectures the image was compiled for)";
+
+// Collects the findings of one container on one group.
+class Check {
+ public:
+  Check(std::string_view container, const ContainerMetadata& md, const GpuFacts& node,
+        const Policy& policy, const CompatDb& db)
+      : container_(container), md_(md), node_(node), policy_(policy), db_(db) {}
+
+  RuleResult run() {
+    cuda_driver();
+    gpu_arch();
+    gpu_feature();
+    return std::move(result_);
+  }
+
+ private:
+  void fail(std::string_view rule, std::string message, std::string fix) {
+    result_.outcome = Outcome::incompatible;
+    result_.findings.push_back(
+        Finding{std::string(rule), std::string(container_), std::move(message), std::move(fix)});
+  }
+
+  void unknown(std::string_view rule, std::string message, std::string_view fix) {
+    if (result_.outcome == Outcome::compatible) result_.outcome = Outcome::unknown;
+    result_.findings.push_back(Finding{std::string(rule), std::string(container_),
+                                       std::move(message), std::string(fix), true});
+  }
+
+  // "(Tesla-T4)" or "" when the product is unknown.
+  std::string product_suffix() const {
+    return node_.product.empty() ? std::string() : " (" + node_.product + ")";
+  }
+
+  // "driver 535.129.03 supports up to CUDA 12.2"
+  std::string driver_supports() const {
+    const std::string max = node_.max_cuda ? node_.max_cuda->str() : std::string("?");
+    if (node_.driver) return "driver " + node_.driver->str() + " supports up to CUDA " + max;
+    return "the node's driver supports up to CUDA " + max;
+  }
+
+  std::string needs_cuda(CudaVersion needed) const {
+    return "needs CUDA " + needed.str() + "; " + driver_supports();
+  }
+
+  std::string upgrade_fix(CudaVersion needed) const {
+    const auto driver = db_.min_driver_for(needed);
+    std::string fix = driver ? "upgrade the driver to " + driver->str() + " or newer"
+                             : "upgrade the driver to one that supports CUDA " + needed.str();
+    if (node_.max_cuda) {
+      fix += ", or use an image built for CUDA " + node_.max_cuda->str() + " or older";
+    }
+    return fix;
+  }
+
+  template <class T>
+  static std::string origin(const Sourced<T>& value) {
+    std::string out = value.name;
+    if (!out.empty()) out += ", ";
+    out += to_string(value.source);
+    return out;
+  }
+
+  // --- cuda-driver ---
+
+  void cuda_driver() {
+    if (md_.require.value && !md_.require.value->empty() && !md_.require_disabled) {
+      requirement();
+      return;
+    }
+    if (!md_.cuda.value) {
+      unknown(kRuleCudaDriver,
+              "the image's CUDA version is unknown (no CUDA_VERSION, NVIDIA_REQUIRE_CUDA or "
+              "com.nvidia.cuda.version)",
+              kFixCudaUnknown);
+      return;
+    }
+    if (!node_.max_cuda) {
+      unknown(kRuleCudaDriver, "the node's driver version is unknown", kFixDriverUnknown);
+      return;
+    }
+    const CudaVersion cuda = *md_.cuda.value;
+    const CudaVersion max = *node_.max_cuda;
+    if (cuda <= max) return;
+    if (policy_.minor_version_compatibility && cuda.major() == max.major()) {
+      if (const MinorVersionCompat* mvc = db_.minor_compat_for(cuda.major())) {
+        if (node_.driver) {
+          if (*node_.driver >= mvc->min_driver) return;
+        } else {
+          // A driver that reports `max` is at least the oldest driver of that release.
+          const auto floor = db_.min_driver_for(max);
+          if (floor && *floor >= mvc->min_driver) return;
+          unknown(kRuleCudaDriver,
+                  "needs CUDA " + cuda.str() +
+                      " through minor version compatibility; the node's "
+                      "driver version is unknown",
+                  kFixDriverUnknown);
+          return;
+        }
+      }
+    }
+    fail(kRuleCudaDriver, needs_cuda(cuda), upgrade_fix(cuda));
+  }
+
+  void requirement() {
+    const RequirementSet& set = *md_.require.value;
+    const DeviceFacts device{node_.driver, node_.max_cuda, node_.cc, node_.brand};
+    const RequirementResult result = evaluate_requirements(set, device);
+    if (result.satisfied == Tristate::yes) {
+      forward_compatibility();
+      return;
+    }
+    if (result.satisfied == Tristate::unknown) {
+      requirement_unknown(set);
+      return;
+    }
+    const Requirement* req = nullptr;
+    for (const Requirement& r : set.requirements) {
+      if (r.variable == result.variable) req = &r;
+    }
+    const RequireAlternative* first =
+        req != nullptr && !req->alternatives.empty() ? &req->alternatives.front() : nullptr;
+    // The runtime's words without its generic advice, which the fix replaces.
+    const std::string condition = result.condition.substr(0, result.condition.find(", please"));
+    const std::string toolkit = result.variable + ": " + condition;
+    if (first != nullptr) {
+      for (const RequireTerm& term : first->terms) {
+        if (term.key != RequireKey::cuda || term.op != RequireOp::ge) continue;
+        const CudaVersion needed(term.numbers.empty() ? 0 : term.numbers[0],
+                                 term.numbers.size() > 1 ? term.numbers[1] : 0);
+        if (!node_.max_cuda || !(*node_.max_cuda < needed)) continue;
+        std::string message = needs_cuda(needed);
+        // A bare "cuda>=X.Y" says all there is; anything richer (forward
+        // compatibility alternatives, more terms) gets the runtime's words too.
+        if (req->alternatives.size() > 1 || first->terms.size() > 1) {
+          message += " (" + toolkit + ")";
+        }
+        fail(kRuleCudaDriver, std::move(message), upgrade_fix(needed));
+        return;
+      }
+      for (const RequireTerm& term : first->terms) {
+        if (term.key != RequireKey::driver ||
+            (term.op != RequireOp::ge && term.op != RequireOp::gt)) {
+          continue;
+        }
+        auto wanted = DriverVersion::parse(term.value);
+        if (!wanted || !node_.driver || *node_.driver >= *wanted) continue;
+        fail(kRuleCudaDriver, toolkit + "; the node has driver " + node_.driver->str(),
+             "upgrade the driver to " + term.value + " or newer");
+        return;
+      }
+    }
+    std::string have = "the node has ";
+    have += node_.driver ? "driver " + node_.driver->str() : std::string("an unknown driver");
+    if (node_.max_cuda) have += " (CUDA " + node_.max_cuda->str() + ")";
+    if (node_.cc) have += ", compute capability " + node_.cc->str();
+    if (node_.brand) have += ", brand " + *node_.brand;
+    fail(kRuleCudaDriver, toolkit + "; " + have,
+         "run the pod on GPUs that satisfy " + result.variable +
+             ", or use an image whose requirement these nodes meet");
+  }
+
+  // A requirement met while the image's CUDA is newer than the driver's is
+  // met through a forward-compatible (brand=...) alternative: the image's
+  // cuda-compat libraries then run only on datacenter GPUs, and elsewhere
+  // the container fails with "forward compatibility was attempted on non
+  // supported HW". Minor version compatibility, where the policy allows it,
+  // needs no compat libraries.
+  void forward_compatibility() {
+    if (!md_.cuda.value || !node_.max_cuda || *md_.cuda.value <= *node_.max_cuda) return;
+    const CudaVersion cuda = *md_.cuda.value;
+    if (policy_.minor_version_compatibility && cuda.major() == node_.max_cuda->major()) return;
+    if (node_.product.empty()) return;
+    const Product* product = db_.product_by_gfd(node_.product);
+    if (product == nullptr) product = db_.product_by_name(node_.product);
+    if (product == nullptr || product->datacenter) return;
+    fail(kRuleCudaDriver,
+         needs_cuda(cuda) + ", and forward compatibility (cuda-compat) does not run on " +
+             node_.product + ", which is not a datacenter GPU",
+         upgrade_fix(cuda));
+  }
+
+  void requirement_unknown(const RequirementSet& set) {
+    bool uses[4] = {false, false, false, false};
+    for (const Requirement& r : set.requirements) {
+      for (const RequireAlternative& alt : r.alternatives) {
+        for (const RequireTerm& term : alt.terms) uses[static_cast<int>(term.key)] = true;
+      }
+    }
+    const std::string what = "cannot check " + md_.require.name + ": ";
+    if ((uses[static_cast<int>(RequireKey::cuda)] && !node_.max_cuda) ||
+        (uses[static_cast<int>(RequireKey::driver)] && !node_.driver)) {
+      unknown(kRuleCudaDriver, what + "the node's driver version is unknown", kFixDriverUnknown);
+    } else if (uses[static_cast<int>(RequireKey::arch)] && !node_.cc) {
+      unknown(kRuleCudaDriver, what + "the node's compute capability is unknown", kFixCcUnknown);
+    } else {
+      unknown(kRuleCudaDriver, what + "the brand of the node's GPU is unknown", kFixBrandUnknown);
+    }
+  }
+
+  // --- gpu-arch ---
+
+  void gpu_arch() {
+    if (md_.archs.value && !md_.archs.value->empty()) {
+      if (!node_.cc) {
+        unknown(kRuleGpuArch, "the node's compute capability is unknown", kFixCcUnknown);
+        return;
+      }
+      const ArchSet& archs = *md_.archs.value;
+      const ComputeCapability cc = *node_.cc;
+      if (archs.runs_on(cc, policy_.arch_match)) return;
+      std::string message = "compiled for " + archs.str() + " (" + origin(md_.archs) +
+                            "); no kernel image for compute capability " + cc.str() +
+                            product_suffix();
+      if (policy_.arch_match == ArchMatch::exact && archs.runs_on(cc, ArchMatch::cuda)) {
+        message += " under archMatch: exact (only SASS built for exactly " + cc.str() +
+                   ", or PTX, counts)";
+      }
+      fail(kRuleGpuArch, std::move(message), add_arch_fix(archs, cc));
+      return;
+    }
+    if (!md_.cuda.value) return;  // nothing to judge the architectures by
+    const CudaVersion cuda = *md_.cuda.value;
+    const CudaTargets* targets = db_.targets_for(cuda);
+    if (targets == nullptr || targets->all.empty()) return;
+    if (!node_.cc) {
+      unknown(kRuleGpuArch, "the node's compute capability is unknown", kFixCcUnknown);
+      return;
+    }
+    const ComputeCapability cc = *node_.cc;
+    const auto [oldest, newest] = std::minmax_element(targets->all.begin(), targets->all.end());
+    if (cc < *oldest) {
+      fail(kRuleGpuArch,
+           "built with CUDA " + cuda.str() + " (" + origin(md_.cuda) +
+               "), which cannot target compute capability " + cc.str() + product_suffix() +
+               ": its oldest target is " + oldest->str(),
+           older_cuda_fix(cc, cuda) + ", or run on a GPU of compute capability " + oldest->str() +
+               " or newer");
+    } else if (cc > *newest) {
+      unknown(kRuleGpuArch,
+              "built with CUDA " + cuda.str() + " (" + origin(md_.cuda) +
+                  "), which cannot build machine code for compute capability " + cc.str() +
+                  product_suffix() + " (newest target " + newest->str() +
+                  "); it runs there only if the image carries PTX",
+              kFixArchsUnknown);
+    }
+  }
+
+  // "add 7.5 to the arch list (TORCH_CUDA_ARCH_LIST="7.5;8.0"), or add +PTX
+  // to an entry at or below 7.5", in CMake's spelling for CMake variables.
+  std::string add_arch_fix(const ArchSet& archs, ComputeCapability cc) const {
+    std::vector<ArchTarget> targets = archs.targets();
+    targets.push_back(ArchTarget{cc, ArchVariant::portable, true, false});
+    const ArchSet extended(std::move(targets));
+    const bool cmake =
+        md_.archs.name == "CUDAARCHS" || md_.archs.name == "CMAKE_CUDA_ARCHITECTURES";
+    if (cmake) {
+      const std::string code = std::to_string(cc.major()) + std::to_string(cc.minor());
+      return "add " + code + " to the architectures (" + md_.archs.name + "=\"" +
+             cmake_list(extended) + "\"), or add a virtual (PTX) entry at or below " + code;
+    }
+    return "add " + cc.str() + " to the arch list (TORCH_CUDA_ARCH_LIST=\"" + extended.str() +
+           "\"), or add +PTX to an entry at or below " + cc.str();
+  }
+
+  static std::string cmake_list(const ArchSet& archs) {
+    std::string out;
+    for (const ArchTarget& t : archs.targets()) {
+      if (!out.empty()) out += ";";
+      out += std::to_string(t.cc.major()) + std::to_string(t.cc.minor());
+      if (t.variant == ArchVariant::arch_specific) out += "a";
+      if (t.variant == ArchVariant::family) out += "f";
+      if (t.sass && !t.ptx) out += "-real";
+      if (!t.sass && t.ptx) out += "-virtual";
+    }
+    return out;
+  }
+
+  // The newest CUDA release that can still target `cc`, from the targets table.
+  std::string older_cuda_fix(ComputeCapability cc, CudaVersion cuda) const {
+    const CudaTargets* last_fitting = nullptr;
+    const CudaTargets* next = nullptr;
+    for (const CudaTargets& t : db_.cuda_targets) {
+      if (t.since > cuda) break;
+      const bool fits = !t.all.empty() && *std::min_element(t.all.begin(), t.all.end()) <= cc;
+      if (fits) {
+        last_fitting = &t;
+        next = nullptr;
+      } else if (last_fitting != nullptr && next == nullptr) {
+        next = &t;
+      }
+    }
+    if (last_fitting == nullptr || next == nullptr) {
+      return "use an image built with a CUDA release older than " + cuda.str();
+    }
+    std::optional<CudaVersion> newest;
+    for (const CudaRelease& r : db_.cuda_releases) {
+      if (r.cuda < next->since && (!newest || r.cuda > *newest)) newest = r.cuda;
+    }
+    if (!newest) return "use an image built with a CUDA release older than " + next->since.str();
+    return "use an image built with CUDA " + newest->str() + " or older";
+  }
+
+  // --- gpu-feature ---
+
+  void gpu_feature() {
+    if (!md_.min_cc.value) return;
+    if (!node_.cc) {
+      unknown(kRuleGpuFeature, "the node's compute capability is unknown", kFixCcUnknown);
+      return;
+    }
+    const ComputeCapability need = *md_.min_cc.value;
+    if (need <= *node_.cc) return;
+    fail(kRuleGpuFeature,
+         "needs compute capability " + need.str() + " (" + md_.min_cc.name + "); node has " +
+             node_.cc->str(),
+         "run on a GPU of compute capability " + need.str() + " or newer");
+  }
+
+  std::string_view container_;
+  const ContainerMetadata& md_;
+  const GpuFacts& node_;
+  const Policy& policy_;
+  const CompatDb& db_;
+  RuleResult result_;
+};
+
+}  // namespace
+
+RuleResult check_container(std::string_view container, const ContainerMetadata& metadata,
+                           const GpuFacts& node, const Policy& policy, const CompatDb& db) {
+  return Check(container, metadata, node, policy, db).run();
+}
+
+}  // namespace cudagate

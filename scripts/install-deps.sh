@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs everything cudagate needs to build, test and benchmark on Debian 12.
+# Idempotent: packages already present are left alone, so a second run is fast.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config git
+  g++ clang clang-format clang-tidy libclang-rt-14-dev
+  libboost1.81-dev libboost-json1.81-dev libssl-dev openssl
+  nlohmann-json3-dev libspdlog-dev libyaml-cpp-dev libcli11-dev libsimdjson-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  curl jq python3 python3-jsonpatch prometheus
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi
+echo "installing: ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs every cudagate test: installs the dependencies, builds twice (release,
+# and Debug with AddressSanitizer + UBSan) and runs the whole ctest suite in
+# both, then builds the libFuzzer targets with clang and fuzzes each parser
+# for a bounded time. Exits non-zero on the first failure.
+#
+#   scripts/test.sh                 everything
+#   scripts/test.sh release         one configuration (release | dev | fuzz)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/install-deps.sh
+
+jobs=$(nproc)
+configs=("$@")
+[ ${#configs[@]} -eq 0 ] && configs=(release dev fuzz)
+
+for preset in "${configs[@]}"; do
+  echo "==> ${preset}: configure and build"
+  cmake --preset "$preset" >/dev/null
+  if [ "$preset" = fuzz ]; then
+    mapfile -t fuzzers < <(find tests/fuzz -maxdepth 1 -name '*_fuzz.cpp' -printf '%f\n' | sed 's/\.cpp$//' | sort)
+    cmake --build --preset fuzz -j "$jobs" --target "${fuzzers[@]}"
+    echo "==> fuzz: ${#fuzzers[@]} targets"
+    ctest --test-dir build/fuzz -R '^fuzz\.' -j "$jobs" --output-on-failure
+  else
+    cmake --build --preset "$preset" -j "$jobs"
+    echo "==> ${preset}: test"
+    ctest --preset "$preset" -j "$jobs"
+  fi
+done

@@ -1,0 +1,315 @@
+#include "server/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <utility>
+
+namespace cudagate {
+namespace {
+
+// Prometheus floats: integers without a fraction (counts, timestamps), others
+// with enough digits to round-trip.
+void append_number(std::string& out, double value) {
+  if (std::isnan(value)) {
+    out += "NaN";
+  } else if (std::isinf(value)) {
+    out += value > 0 ? "+Inf" : "-Inf";
+  } else if (value == std::floor(value) && std::fabs(value) < 1e15) {
+    out += std::to_string(static_cast<long long>(value));
+  } else {
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%.17g", value);
+    out += buffer;
+  }
+}
+
+void append_escaped(std::string& out, std::string_view value, bool is_help) {
+  for (const char c : value) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '"' && !is_help) {
+      out += "\\\"";
+    } else {
+      out += c;
+    }
+  }
+}
+
+void append_labels(std::string& out, const std::vector<std::string>& names,
+                   const std::vector<std::string>& values, std::string_view extra_name = {},
+                   std::string_view extra_value = {}) {
+  if (names.empty() && extra_name.empty()) return;
+  out += '{';
+  bool first = true;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (!first) out += ',';
+    first = false;
+    out += names[i];
+    out += "=\"";
+    append_escaped(out, values[i], false);
+    out += '"';
+  }
+  if (!extra_name.empty()) {
+    if (!first) out += ',';
+    out += extra_name;
+    out += "=\"";
+    out += extra_value;
+    out += '"';
+  }
+  out += '}';
+}
+
+std::string_view type_name(MetricType type) {
+  switch (type) {
+    case MetricType::counter:
+      return "counter";
+    case MetricType::gauge:
+      return "gauge";
+    case MetricType::histogram:
+      return "histogram";
+  }
+  return "untyped";
+}
+
+std::string bucket_bound(double bound) {
+  std::string text;
+  append_number(text, bound);
+  // Whole-number bounds render as "1.0" so that `le` values read the same as
+  // other clients' and are unambiguously floats.
+  if (text.find_first_of(".eIN") == std::string::npos) text += ".0";
+  return text;
+}
+
+}  // namespace
+
+MetricFamily::MetricFamily(std::string name, std::string help, MetricType type,
+                           std::vector<std::string> label_names, std::vector<double> buckets)
+    : name_(std::move(name)),
+      help_(std::move(help)),
+      type_(type),
+      label_names_(std::move(label_names)),
+      buckets_(std::move(buckets)) {
+  std::sort(buckets_.begin(), buckets_.end());
+}
+
+MetricFamily::Sample* MetricFamily::sample(std::initializer_list<std::string_view> labels) {
+  if (labels.size() != label_names_.size()) return nullptr;
+  std::vector<std::string> key(labels.begin(), labels.end());
+  auto [it, inserted] = samples_.try_emplace(std::move(key));
+  if (inserted && type_ == MetricType::histogram) it->second.counts.assign(buckets_.size() + 1, 0);
+  return &it->second;
+}
+
+void MetricFamily::add(std::initializer_list<std::string_view> labels, double amount) {
+  if (type_ == MetricType::histogram) return;
+  if (type_ == MetricType::counter && !(amount >= 0)) return;
+  const std::lock_guard lock(mutex_);
+  if (Sample* s = sample(labels)) s->value += amount;
+}
+
+void MetricFamily::set(std::initializer_list<std::string_view> labels, double value) {
+  if (type_ != MetricType::gauge) return;
+  const std::lock_guard lock(mutex_);
+  if (Sample* s = sample(labels)) s->value = value;
+}
+
+void MetricFamily::observe(std::initializer_list<std::string_view> labels, double value) {
+  if (type_ != MetricType::histogram || std::isnan(value)) return;
+  const std::lock_guard lock(mutex_);
+  Sample* s = sample(labels);
+  if (s == nullptr) return;
+  const auto bucket = std::lower_bound(buckets_.begin(), buckets_.end(), value) - buckets_.begin();
+  s->counts[static_cast<std::size_t>(bucket)] += 1;
+  s->sum += value;
+  s->count += 1;
+}
+
+void MetricFamily::touch(std::initializer_list<std::string_view> labels) {
+  const std::lock_guard lock(mutex_);
+  (void)sample(labels);
+}
+
+void MetricFamily::render(std::string& out) const {
+  decltype(samples_) samples;
+  {
+    const std::lock_guard lock(mutex_);
+    samples = samples_;
+  }
+  out += "# HELP ";
+  out += name_;
+  out += ' ';
+  append_escaped(out, help_, true);
+  out += "\n# TYPE ";
+  out += name_;
+  out += ' ';
+  out += type_name(type_);
+  out += '\n';
+
+  // A histogram without any labelled series still exposes its empty series,
+  // so dashboards see zero rather than no data.
+  if (type_ == MetricType::histogram && samples.empty() && label_names_.empty()) {
+    samples[{}].counts.assign(buckets_.size() + 1, 0);
+  }
+
+  for (const auto& [labels, s] : samples) {
+    if (type_ != MetricType::histogram) {
+      out += name_;
+      append_labels(out, label_names_, labels);
+      out += ' ';
+      append_number(out, s.value);
+      out += '\n';
+      continue;
+    }
+    double cumulative = 0;
+    for (std::size_t i = 0; i <= buckets_.size(); ++i) {
+      cumulative += s.counts[i];
+      out += name_;
+      out += "_bucket";
+      append_labels(out, label_names_, labels, "le",
+                    i < buckets_.size() ? bucket_bound(buckets_[i]) : "+Inf");
+      out += ' ';
+      append_number(out, cumulative);
+      out += '\n';
+    }
+    out += name_;
+    out += "_sum";
+    append_labels(out, label_names_, labels);
+    out += ' ';
+    append_number(out, s.sum);
+    out += '\n';
+    out += name_;
+    out += "_count";
+    append_labels(out, label_names_, labels);
+    out += ' ';
+    append_number(out, s.count);
+    out += '\n';
+  }
+}
+
+MetricFamily& MetricsRegistry::counter(std::string name, std::string help,
+                                       std::vector<std::string> labels) {
+  const std::lock_guard lock(mutex_);
+  return *families_.emplace_back(std::make_unique<MetricFamily>(
+      std::move(name), std::move(help), MetricType::counter, std::move(labels)));
+}
+
+MetricFamily& MetricsRegistry::gauge(std::string name, std::string help,
+                                     std::vector<std::string> labels) {
+  const std::lock_guard lock(mutex_);
+  return *families_.emplace_back(std::make_unique<MetricFamily>(
+      std::move(name), std::move(help), MetricType::gauge, std::move(labels)));
+}
+
+MetricFamily& MetricsRegistry::histogram(std::string name, std::string help,
+                                         std::vector<std::string> labels,
+                                         std::vector<double> buckets) {
+  const std::lock_guard lock(mutex_);
+  return *families_.emplace_back(
+      std::make_unique<MetricFamily>(std::move(name), std::move(help), MetricType::histogram,
+                                     std::move(labels), std::move(buckets)));
+}
+
+std::string MetricsRegistry::render() const {
+  std::string out;
+  const std::lock_guard lock(mutex_);
+  for (const auto& family : families_) family->render(out);
+  return out;
+}
+
+namespace {
+// Admission latency is dominated by evaluation (sub-millisecond) and, once
+// registry lookups exist, by their budget (seconds).
+const std::vector<double> kAdmissionBuckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                               0.1,    0.25,  0.5,    1,     2.5,  5,     10};
+const std::vector<double> kRegistryBuckets = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                              0.5,   1,    2.5,   5,    10};
+}  // namespace
+
+WebhookMetrics::WebhookMetrics(std::string_view version, std::string_view compat_db_revision)
+    : requests_(registry_.counter("cudagate_admission_requests_total",
+                                  "Admission requests answered, by endpoint, verdict, decision "
+                                  "and enforcement mode (requests with dryRun excluded).",
+                                  {"endpoint", "verdict", "decision", "mode"})),
+      duration_(registry_.histogram("cudagate_admission_duration_seconds",
+                                    "Time to answer an admission request, by endpoint.",
+                                    {"endpoint"}, kAdmissionBuckets)),
+      lookups_(registry_.counter("cudagate_image_metadata_lookups_total",
+                                 "Image metadata values of GPU containers, by the source that "
+                                 "gave them and whether one was found.",
+                                 {"source", "result"})),
+      registry_duration_(registry_.histogram("cudagate_registry_request_duration_seconds",
+                                             "Duration of requests to OCI registries.", {},
+                                             kRegistryBuckets)),
+      nodes_(registry_.gauge("cudagate_inventory_nodes",
+                             "Nodes in the inventory: total, with GPUs, and GPU nodes whose "
+                             "driver is unknown.",
+                             {"state"})),
+      last_sync_(registry_.gauge("cudagate_inventory_last_sync_timestamp_seconds",
+                                 "Unix time of the last successful inventory load.")),
+      cert_expiry_(registry_.gauge("cudagate_tls_certificate_expiry_timestamp_seconds",
+                                   "Unix time at which the served TLS certificate expires.")),
+      build_info_(registry_.gauge("cudagate_build_info",
+                                  "Build information: version and compat-db revision.",
+                                  {"version", "compat_db_revision"})),
+      reloads_(registry_.counter("cudagate_file_reloads_total",
+                                 "Files re-read after a change, by file and result.",
+                                 {"file", "result"})),
+      open_connections_(
+          registry_.gauge("cudagate_open_connections", "Client connections currently open.")),
+      rejected_connections_(registry_.counter(
+          "cudagate_rejected_connections_total",
+          "Connections closed at once because --max-connections were already open.")) {
+  build_info_.set({version, compat_db_revision}, 1);
+  duration_.touch({"validate"});
+  duration_.touch({"mutate"});
+  for (const char* state : {"total", "gpu", "unknown"}) nodes_.touch({state});
+  last_sync_.touch({});
+  cert_expiry_.touch({});
+  open_connections_.touch({});
+  rejected_connections_.touch({});
+}
+
+void WebhookMetrics::admission(std::string_view endpoint, std::string_view verdict,
+                               std::string_view decision, std::string_view mode, double seconds) {
+  requests_.add({endpoint, verdict, decision, mode});
+  duration_.observe({endpoint}, seconds);
+}
+
+void WebhookMetrics::metadata_lookup(std::string_view source, std::string_view result) {
+  lookups_.add({source, result});
+}
+
+void WebhookMetrics::registry_request(double seconds) {
+  registry_duration_.observe({}, seconds);
+}
+
+void WebhookMetrics::inventory(std::size_t total, std::size_t gpu, std::size_t unknown,
+                               double synced_at) {
+  nodes_.set({"total"}, static_cast<double>(total));
+  nodes_.set({"gpu"}, static_cast<double>(gpu));
+  nodes_.set({"unknown"}, static_cast<double>(unknown));
+  last_sync_.set({}, synced_at);
+}
+
+void WebhookMetrics::certificate_expiry(double not_after) {
+  cert_expiry_.set({}, not_after);
+}
+
+void WebhookMetrics::reload(std::string_view file, std::string_view result) {
+  reloads_.add({file, result});
+}
+
+void WebhookMetrics::connection_opened() {
+  open_connections_.add({}, 1);
+}
+void WebhookMetrics::connection_closed() {
+  open_connections_.add({}, -1);
+}
+void WebhookMetrics::connection_rejected() {
+  rejected_connections_.add({});
+}
+
+}  // namespace cudagate

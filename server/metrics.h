@@ -1,0 +1,118 @@
+#pragma once
+// A small Prometheus registry and its text exposition (format 0.0.4), and the
+// webhook's metrics (SPEC 8) built on it.
+//
+// Families are created once at startup; their samples are updated from any
+// thread (each family has its own mutex, held only to update one sample or
+// to copy the family out while rendering). Label values are given in the
+// order of the family's label names; a call with the wrong number of values
+// is a programming error and is ignored rather than rendered malformed.
+// render() writes every family with HELP and TYPE lines, so the output
+// passes `promtool check metrics`.
+
+#include <cstddef>
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cudagate {
+
+enum class MetricType : unsigned char { counter, gauge, histogram };
+
+class MetricFamily {
+ public:
+  MetricFamily(std::string name, std::string help, MetricType type,
+               std::vector<std::string> label_names, std::vector<double> buckets = {});
+
+  // Counters: adds `amount` (>= 0). Gauges: adds (may be negative).
+  void add(std::initializer_list<std::string_view> labels, double amount = 1);
+  // Gauges: sets the value.
+  void set(std::initializer_list<std::string_view> labels, double value);
+  // Histograms: records one observation.
+  void observe(std::initializer_list<std::string_view> labels, double value);
+  // Creates the sample at zero if absent, so a series exists before its first event.
+  void touch(std::initializer_list<std::string_view> labels);
+
+  void render(std::string& out) const;
+
+ private:
+  struct Sample {
+    double value = 0;            // counter and gauge
+    std::vector<double> counts;  // histogram: per bucket, not cumulative
+    double sum = 0;
+    double count = 0;
+  };
+  Sample* sample(std::initializer_list<std::string_view> labels);  // mutex held
+
+  std::string name_;
+  std::string help_;
+  MetricType type_;
+  std::vector<std::string> label_names_;
+  std::vector<double> buckets_;  // upper bounds, increasing; +Inf implied
+  mutable std::mutex mutex_;
+  std::map<std::vector<std::string>, Sample> samples_;
+};
+
+class MetricsRegistry {
+ public:
+  // The returned family lives as long as the registry.
+  MetricFamily& counter(std::string name, std::string help, std::vector<std::string> labels = {});
+  MetricFamily& gauge(std::string name, std::string help, std::vector<std::string> labels = {});
+  MetricFamily& histogram(std::string name, std::string help, std::vector<std::string> labels,
+                          std::vector<double> buckets);
+
+  // The text exposition of every family, in registration order.
+  [[nodiscard]] std::string render() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<std::unique_ptr<MetricFamily>> families_;
+};
+
+// The Content-Type of render()'s output.
+inline constexpr std::string_view kMetricsContentType = "text/plain; version=0.0.4; charset=utf-8";
+
+// The webhook's metrics. Names and labels are part of the contract (SPEC 8).
+class WebhookMetrics {
+ public:
+  WebhookMetrics(std::string_view version, std::string_view compat_db_revision);
+
+  // One admission that was recorded (not the request's own dryRun).
+  void admission(std::string_view endpoint, std::string_view verdict, std::string_view decision,
+                 std::string_view mode, double seconds);
+  // One value of a GPU container's metadata: where it came from
+  // (annotation, env, catalog, registry, inference, flag, unknown) and
+  // whether it was found ("found") or stayed unknown ("unknown").
+  void metadata_lookup(std::string_view source, std::string_view result);
+  void registry_request(double seconds);
+  void inventory(std::size_t total, std::size_t gpu, std::size_t unknown, double synced_at);
+  void certificate_expiry(double not_after);
+  // A file re-read after a change: file is "config", "nodes" or "certificate";
+  // result is "success" or "error".
+  void reload(std::string_view file, std::string_view result);
+  void connection_opened();
+  void connection_closed();
+  void connection_rejected();
+
+  [[nodiscard]] std::string render() const { return registry_.render(); }
+
+ private:
+  MetricsRegistry registry_;
+  MetricFamily& requests_;
+  MetricFamily& duration_;
+  MetricFamily& lookups_;
+  MetricFamily& registry_duration_;
+  MetricFamily& nodes_;
+  MetricFamily& last_sync_;
+  MetricFamily& cert_expiry_;
+  MetricFamily& build_info_;
+  MetricFamily& reloads_;
+  MetricFamily& open_connections_;
+  MetricFamily& rejected_connections_;
+};
+
+}  // namespace cudagate

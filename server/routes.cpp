@@ -1,0 +1,181 @@
+#include "server/routes.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/beast/core/string.hpp>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "server/admission.h"
+
+namespace cudagate {
+namespace {
+
+namespace http = boost::beast::http;
+
+constexpr std::string_view kValidate = "/validate";
+constexpr std::string_view kMutate = "/mutate";
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string percent_decode(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '+') {
+      out += ' ';
+    } else if (text[i] == '%' && i + 2 < text.size() && hex_value(text[i + 1]) >= 0 &&
+               hex_value(text[i + 2]) >= 0) {
+      out += static_cast<char>(hex_value(text[i + 1]) * 16 + hex_value(text[i + 2]));
+      i += 2;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
+// The first value of parameter `name` in a query string, decoded.
+std::optional<std::string> query_parameter(std::string_view query, std::string_view name) {
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+    const auto eq = pair.find('=');
+    if (percent_decode(pair.substr(0, eq)) != name) continue;
+    return eq == std::string_view::npos ? std::string{} : percent_decode(pair.substr(eq + 1));
+  }
+  return std::nullopt;
+}
+
+bool is_json_media_type(std::string_view content_type) {
+  std::string_view type = content_type.substr(0, content_type.find(';'));
+  while (!type.empty() && (type.front() == ' ' || type.front() == '\t')) type.remove_prefix(1);
+  while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) type.remove_suffix(1);
+  return boost::beast::iequals(type, "application/json");
+}
+
+HttpResponse text_response(http::status status, std::string body, std::string_view content_type) {
+  HttpResponse res{status, 11};
+  res.set(http::field::content_type, content_type);
+  res.body() = std::move(body);
+  return res;
+}
+
+HttpResponse method_not_allowed(std::string_view allowed) {
+  HttpResponse res = json_error(http::status::method_not_allowed,
+                                "method not allowed; use " + std::string(allowed));
+  res.set(http::field::allow, allowed);
+  return res;
+}
+
+// Container metadata counted per value: cuda and archs always (found or
+// not: an unknown value is what the counter must show), require when the
+// image declares one.
+void count_lookups(const Decision& decision, WebhookMetrics& metrics) {
+  for (const auto& container : decision.containers) {
+    if (!container.gpu) continue;
+    for (const SourcedValue* value : {&container.cuda, &container.archs}) {
+      metrics.metadata_lookup(value->value.empty() ? "unknown" : value->source,
+                              value->value.empty() ? "unknown" : "found");
+    }
+    if (!container.require.value.empty()) {
+      metrics.metadata_lookup(container.require.source, "found");
+    }
+  }
+}
+
+std::string error_message_of(const std::string& body) {
+  const auto json = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (json.is_object() && json.contains("error") && json["error"].is_string()) {
+    return json["error"].get<std::string>();
+  }
+  return "invalid request";
+}
+
+HttpResponse admit(Endpoint endpoint, std::string_view endpoint_name, std::string_view query,
+                   const HttpRequest& request, const ServerState& state, WebhookMetrics& metrics) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto snapshot = state.snapshot();
+  const AdmissionContext context{*snapshot->db, *snapshot->policy, *snapshot->inventory};
+  const std::string mode = query_parameter(query, "mode").value_or("");
+  const AdmissionOutcome outcome = handle_admission(endpoint, mode, request.body(), context);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  HttpResponse res{static_cast<http::status>(outcome.http_status), request.version()};
+  res.set(http::field::content_type, outcome.content_type);
+  res.body() = outcome.body;
+
+  if (outcome.dry_run) return res;
+  const std::string verdict = outcome.verdict.empty() ? "none" : outcome.verdict;
+  const std::string decision = outcome.decision.empty() ? "error" : outcome.decision;
+  const std::string effective_mode = outcome.mode.empty() ? "none" : outcome.mode;
+  metrics.admission(endpoint_name, verdict, decision, effective_mode, seconds);
+  if (outcome.record) count_lookups(*outcome.record, metrics);
+
+  nlohmann::json line = {{"msg", "admission"},     {"endpoint", endpoint_name},
+                         {"uid", outcome.uid},     {"namespace", outcome.namespace_},
+                         {"kind", outcome.kind},   {"name", outcome.name},
+                         {"verdict", verdict},     {"decision", decision},
+                         {"mode", effective_mode}, {"duration_ms", seconds * 1000.0}};
+  if (outcome.http_status != 200) {
+    line["msg"] = "admission request refused";
+    line["status"] = outcome.http_status;
+    line["error"] = error_message_of(outcome.body);
+    spdlog::warn("{}", line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  } else {
+    spdlog::info("{}", line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  }
+  return res;
+}
+
+}  // namespace
+
+HttpResponse route(const HttpRequest& request, const ServerState& state, WebhookMetrics& metrics) {
+  const std::string_view target = request.target();
+  const auto question = target.find('?');
+  const std::string_view path = target.substr(0, question);
+  const std::string_view query =
+      question == std::string_view::npos ? std::string_view{} : target.substr(question + 1);
+
+  if (path == kValidate || path == kMutate) {
+    if (request.method() != http::verb::post) return method_not_allowed("POST");
+    const std::string_view content_type = request[http::field::content_type];
+    if (!is_json_media_type(content_type)) {
+      return json_error(http::status::unsupported_media_type,
+                        content_type.empty()
+                            ? std::string("missing Content-Type; expected application/json")
+                            : "unsupported Content-Type \"" + std::string(content_type) +
+                                  "\"; expected application/json");
+    }
+    const bool validate = path == kValidate;
+    return admit(validate ? Endpoint::validate : Endpoint::mutate, validate ? "validate" : "mutate",
+                 query, request, state, metrics);
+  }
+  if (path == "/healthz") {
+    if (request.method() != http::verb::get) return method_not_allowed("GET");
+    return text_response(http::status::ok, "ok\n", "text/plain; charset=utf-8");
+  }
+  if (path == "/readyz") {
+    if (request.method() != http::verb::get) return method_not_allowed("GET");
+    if (state.ready()) return text_response(http::status::ok, "ok\n", "text/plain; charset=utf-8");
+    return json_error(http::status::service_unavailable,
+                      state.shutting_down() ? "shutting down" : "not ready");
+  }
+  if (path == "/metrics") {
+    if (request.method() != http::verb::get) return method_not_allowed("GET");
+    return text_response(http::status::ok, metrics.render(), kMetricsContentType);
+  }
+  return json_error(http::status::not_found, "not found: " + std::string(path));
+}
+
+}  // namespace cudagate

@@ -1,0 +1,34 @@
+#pragma once
+// The webhook's HTTP endpoints (SPEC 5): what each method and path gets.
+//
+//   POST /validate, POST /mutate   handle_admission() with the URL's `mode`
+//                                  parameter; 405 for other methods, 415
+//                                  unless Content-Type is application/json
+//                                  (parameters such as charset allowed)
+//   GET  /healthz                  200 "ok" while the process serves
+//   GET  /readyz                   200 "ok" once the certificate and the
+//                                  inventory are loaded; 503 before, and
+//                                  from the moment shutdown begins
+//   GET  /metrics                  Prometheus text exposition
+//   anything else                  404
+// Error answers are JSON {"error": "..."}.
+//
+// Each admission is judged against one snapshot of the state, recorded in
+// the metrics and logged as one structured line (uid, namespace, kind, name,
+// verdict, decision, mode, duration_ms), unless the request is the API
+// server's dryRun, which is evaluated and recorded nowhere. Request bodies
+// are never logged.
+//
+// route() is safe to call concurrently from any thread; `state` and
+// `metrics` must outlive the calls.
+
+#include "server/metrics.h"
+#include "server/state.h"
+#include "server/tls_server.h"
+
+namespace cudagate {
+
+[[nodiscard]] HttpResponse route(const HttpRequest& request, const ServerState& state,
+                                 WebhookMetrics& metrics);
+
+}  // namespace cudagate

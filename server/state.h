@@ -1,0 +1,60 @@
+#pragma once
+// The facts the server judges admissions against, swapped whole while
+// requests are served.
+//
+// A Snapshot is immutable: one compatibility matrix, one policy and one node
+// inventory that belong together. A request takes the current snapshot once
+// (a shared_ptr copy under a short lock) and uses it to the end, so a reload
+// in the middle of a request never mixes old and new facts, and the old
+// snapshot is freed when its last request finishes. Updates build the new
+// pieces first, off the lock, and publish them with one pointer swap.
+//
+// ServerState also carries readiness (SPEC 5: ready once the certificate is
+// loaded and the inventory synced, and not from the moment shutdown begins).
+// Every member is safe to call from any thread.
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+
+#include "compat-db/compat_db.h"
+#include "policy/inventory.h"
+#include "policy/policy.h"
+
+namespace cudagate {
+
+struct Snapshot {
+  std::shared_ptr<const CompatDb> db;
+  std::shared_ptr<const Policy> policy;
+  std::shared_ptr<const Inventory> inventory;
+};
+
+class ServerState {
+ public:
+  ServerState(std::shared_ptr<const CompatDb> db, std::shared_ptr<const Policy> policy,
+              std::shared_ptr<const Inventory> inventory);
+
+  // Never null.
+  [[nodiscard]] std::shared_ptr<const Snapshot> snapshot() const;
+
+  void set_policy(std::shared_ptr<const Policy> policy);
+  void set_inventory(std::shared_ptr<const Inventory> inventory);
+
+  void set_certificate_loaded() { certificate_loaded_.store(true); }
+  void set_inventory_synced() { inventory_synced_.store(true); }
+  void begin_shutdown() { shutting_down_.store(true); }
+
+  [[nodiscard]] bool shutting_down() const { return shutting_down_.load(); }
+  [[nodiscard]] bool ready() const {
+    return certificate_loaded_.load() && inventory_synced_.load() && !shutting_down_.load();
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::shared_ptr<const Snapshot> current_;
+  std::atomic<bool> certificate_loaded_{false};
+  std::atomic<bool> inventory_synced_{false};
+  std::atomic<bool> shutting_down_{false};
+};
+
+}  // namespace cudagate

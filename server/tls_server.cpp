@@ -1,0 +1,481 @@
+#include "server/tls_server.h"
+
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/ssl/error.hpp>
+#include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
+#include <exception>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+namespace cudagate {
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace ssl = net::ssl;
+using tcp = net::ip::tcp;
+
+constexpr std::size_t kReadChunk = 16 * 1024;
+// After an answer to a request that was not read to its end (413, 431,
+// 400), the rest is read and discarded this long, so that the peer is not
+// reset while still sending and can read the answer.
+constexpr std::chrono::seconds kLingerTime{5};
+constexpr std::size_t kLingerMaxBytes = 64 * 1024 * 1024;
+// Bounds the wait for the peer's close_notify after ours.
+constexpr std::chrono::seconds kCloseTime{1};
+constexpr std::chrono::milliseconds kAcceptRetry{100};
+
+// A peer that goes away, at any point, is ordinary for a server.
+bool is_ordinary_disconnect(const beast::error_code& ec) {
+  return ec == net::error::eof || ec == ssl::error::stream_truncated ||
+         ec == net::error::connection_reset || ec == net::error::broken_pipe ||
+         ec == net::error::operation_aborted || ec == http::error::end_of_stream ||
+         ec == http::error::partial_message || ec == beast::error::timeout;
+}
+
+bool is_http_syntax_error(const beast::error_code& ec) {
+  return ec.category() == beast::error_code(http::error::bad_method).category() &&
+         ec != http::error::end_of_stream && ec != http::error::partial_message &&
+         ec != http::error::need_more && ec != http::error::need_buffer;
+}
+
+std::string endpoint_text(const tcp::socket& socket) {
+  beast::error_code ec;
+  const auto ep = socket.remote_endpoint(ec);
+  if (ec) return "unknown peer";
+  if (ep.address().is_v6()) {
+    return "[" + ep.address().to_string() + "]:" + std::to_string(ep.port());
+  }
+  return ep.address().to_string() + ":" + std::to_string(ep.port());
+}
+
+}  // namespace
+
+HttpResponse json_error(http::status status, std::string_view message) {
+  HttpResponse res{status, 11};
+  res.set(http::field::content_type, "application/json");
+  res.body() = nlohmann::json{{"error", message}}.dump() + "\n";
+  return res;
+}
+
+namespace {
+class Session;
+}  // namespace
+
+struct TlsServer::Impl : std::enable_shared_from_this<TlsServer::Impl> {
+  Impl(net::io_context& context, const CertStore& cert_store, ServerLimits server_limits,
+       RequestHandler request_handler, WebhookMetrics* webhook_metrics)
+      : ioc(context),
+        certs(cert_store),
+        limits(server_limits),
+        handler(std::move(request_handler)),
+        metrics(webhook_metrics),
+        acceptor(net::make_strand(context)),
+        retry_timer(acceptor.get_executor()) {}
+
+  void accept();
+  void on_accept(const beast::error_code& ec, tcp::socket socket);
+  void session_closed(const Session* session);
+  void fire_drained();
+
+  net::io_context& ioc;
+  const CertStore& certs;
+  const ServerLimits limits;
+  const RequestHandler handler;
+  WebhookMetrics* const metrics;
+  tcp::acceptor acceptor;
+  net::steady_timer retry_timer;
+
+  std::atomic<bool> draining{false};
+  std::atomic<std::size_t> open{0};
+  std::mutex mutex;  // guards sessions and on_drained
+  std::unordered_map<const Session*, std::weak_ptr<Session>> sessions;
+  std::function<void()> on_drained;
+};
+
+namespace {
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket&& socket, std::shared_ptr<ssl::context> context,
+          std::shared_ptr<TlsServer::Impl> server)
+      : server_(std::move(server)),
+        limits_(server_->limits),
+        peer_(endpoint_text(socket)),
+        context_(std::move(context)),
+        stream_(std::move(socket), *context_) {}
+
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+  ~Session() { server_->session_closed(this); }
+
+  void run() {
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->handshake(); });
+  }
+
+  // Ends the session once it is between requests; a request in progress
+  // completes first (its response then closes the connection).
+  void stop() {
+    net::post(stream_.get_executor(), [self = shared_from_this()] {
+      if (self->phase_ == Phase::handshake || self->phase_ == Phase::awaiting) {
+        self->lowest().cancel();
+      }
+    });
+  }
+
+ private:
+  enum class Phase : unsigned char { handshake, awaiting, reading, handling, writing, closing };
+
+  beast::tcp_stream& lowest() { return beast::get_lowest_layer(stream_); }
+
+  void handshake() {
+    phase_ = Phase::handshake;
+    lowest().expires_after(limits_.handshake_timeout);
+    stream_.async_handshake(
+        ssl::stream_base::server,
+        [self = shared_from_this()](const beast::error_code& ec) { self->on_handshake(ec); });
+  }
+
+  void on_handshake(const beast::error_code& ec) {
+    if (ec) {
+      // Plain HTTP, old TLS versions, scanners and rejected client
+      // certificates all end here; they are the peer's problem.
+      spdlog::debug("TLS handshake with {} failed: {}", peer_, ec.message());
+      return;
+    }
+    first_ = true;
+    lowest().expires_after(limits_.header_timeout);
+    await_request();
+  }
+
+  void await_request() {
+    if (server_->draining.load()) return close();
+    if (buffer_.size() > 0) return read_header();  // pipelined: already here
+    phase_ = Phase::awaiting;
+    if (!first_) lowest().expires_after(limits_.idle_timeout);
+    stream_.async_read_some(
+        buffer_.prepare(kReadChunk),
+        [self = shared_from_this()](const beast::error_code& ec, std::size_t n) {
+          self->on_first_bytes(ec, n);
+        });
+  }
+
+  void on_first_bytes(const beast::error_code& ec, std::size_t n) {
+    if (ec) {
+      if (ec == net::error::operation_aborted && server_->draining.load()) return close();
+      return end(ec, "waiting for a request");
+    }
+    buffer_.commit(n);
+    read_header();
+  }
+
+  void read_header() {
+    phase_ = Phase::reading;
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(limits_.max_header_bytes));
+    parser_->body_limit(limits_.max_body_bytes);
+    if (!first_) lowest().expires_after(limits_.header_timeout);
+    http::async_read_header(stream_, buffer_, *parser_,
+                            [self = shared_from_this()](const beast::error_code& ec, std::size_t) {
+                              self->on_header(ec);
+                            });
+  }
+
+  void on_header(const beast::error_code& ec) {
+    if (ec) return on_read_error(ec, "reading a request header");
+    lowest().expires_after(limits_.body_timeout);
+    if (parser_->is_done()) return handle();
+    const auto expect = parser_->get()[http::field::expect];
+    if (beast::iequals(expect, "100-continue")) {
+      continue_.emplace(http::status::continue_, parser_->get().version());
+      http::async_write(stream_, *continue_,
+                        [self = shared_from_this()](const beast::error_code& wec, std::size_t) {
+                          self->continue_.reset();
+                          if (wec) return self->end(wec, "writing 100 Continue");
+                          self->read_body();
+                        });
+      return;
+    }
+    read_body();
+  }
+
+  void read_body() {
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = shared_from_this()](const beast::error_code& ec, std::size_t) {
+                       if (ec) return self->on_read_error(ec, "reading a request body");
+                       self->handle();
+                     });
+  }
+
+  void on_read_error(const beast::error_code& ec, const char* what) {
+    if (ec == http::error::body_limit) {
+      return reject(http::status::payload_too_large,
+                    "request body exceeds " + std::to_string(limits_.max_body_bytes) + " bytes");
+    }
+    if (ec == http::error::header_limit) {
+      return reject(
+          http::status::request_header_fields_too_large,
+          "request header exceeds " + std::to_string(limits_.max_header_bytes) + " bytes");
+    }
+    if (is_http_syntax_error(ec)) {
+      return reject(http::status::bad_request, "malformed HTTP request: " + ec.message());
+    }
+    end(ec, what);
+  }
+
+  void handle() {
+    phase_ = Phase::handling;
+    HttpRequest request = parser_->release();
+    parser_.reset();
+    HttpResponse response;
+    try {
+      response = server_->handler(request);
+    } catch (const std::exception& e) {
+      spdlog::error("request {} {} from {}: internal error: {}",
+                    std::string(request.method_string()), std::string(request.target()), peer_,
+                    e.what());
+      response = json_error(http::status::internal_server_error, "internal error");
+    }
+    response.version(request.version());
+    response.keep_alive(request.keep_alive() && !server_->draining.load());
+    write(std::move(response));
+  }
+
+  void reject(http::status status, const std::string& message) {
+    spdlog::debug("request from {} rejected ({}): {}", peer_, static_cast<unsigned>(status),
+                  message);
+    linger_ = true;
+    HttpResponse response = json_error(status, message);
+    response.keep_alive(false);
+    write(std::move(response));
+  }
+
+  void write(HttpResponse&& response) {
+    phase_ = Phase::writing;
+    response_.emplace(std::move(response));
+    response_->prepare_payload();
+    lowest().expires_after(limits_.write_timeout);
+    http::async_write(stream_, *response_,
+                      [self = shared_from_this()](const beast::error_code& ec, std::size_t) {
+                        self->on_write(ec);
+                      });
+  }
+
+  void on_write(const beast::error_code& ec) {
+    if (ec) return end(ec, "writing a response");
+    const bool keep_alive = response_->keep_alive();
+    response_.reset();
+    if (linger_) return linger();
+    if (!keep_alive) return close();
+    first_ = false;
+    await_request();
+  }
+
+  void linger() {
+    phase_ = Phase::closing;
+    lowest().expires_after(kLingerTime);
+    buffer_.clear();
+    stream_.async_read_some(
+        buffer_.prepare(kReadChunk),
+        [self = shared_from_this()](const beast::error_code& ec, std::size_t n) {
+          self->lingered_ += n;
+          if (ec || self->lingered_ > kLingerMaxBytes) {
+            self->lowest().close();
+            return;
+          }
+          self->linger();
+        });
+  }
+
+  // Sends close_notify and waits briefly for the peer's.
+  void close() {
+    phase_ = Phase::closing;
+    lowest().expires_after(kCloseTime);
+    stream_.async_shutdown(
+        [self = shared_from_this()](const beast::error_code&) { self->lowest().close(); });
+  }
+
+  void end(const beast::error_code& ec, const char* what) {
+    if (!is_ordinary_disconnect(ec)) {
+      spdlog::warn("connection from {} failed while {}: {}", peer_, what, ec.message());
+    } else if (ec == beast::error::timeout) {
+      spdlog::debug("connection from {} timed out while {}", peer_, what);
+    }
+    // Returning drops the last reference: the destructor closes the socket.
+  }
+
+  std::shared_ptr<TlsServer::Impl> server_;
+  const ServerLimits& limits_;
+  const std::string peer_;
+  // Declared before the stream, which refers to it, so that it outlives it.
+  std::shared_ptr<ssl::context> context_;
+  beast::ssl_stream<beast::tcp_stream> stream_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<HttpResponse> response_;
+  std::optional<http::response<http::empty_body>> continue_;
+  Phase phase_ = Phase::handshake;
+  bool first_ = true;
+  bool linger_ = false;
+  std::size_t lingered_ = 0;
+};
+
+}  // namespace
+
+void TlsServer::Impl::accept() {
+  acceptor.async_accept(
+      net::make_strand(ioc),
+      [self = shared_from_this()](const beast::error_code& ec, tcp::socket socket) {
+        self->on_accept(ec, std::move(socket));
+      });
+}
+
+void TlsServer::Impl::on_accept(const beast::error_code& ec, tcp::socket socket) {
+  if (ec) {
+    if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
+    // Out of descriptors or memory: wait a little instead of spinning.
+    spdlog::error("accepting a connection failed: {}", ec.message());
+    retry_timer.expires_after(kAcceptRetry);
+    retry_timer.async_wait([self = shared_from_this()](const beast::error_code& wec) {
+      if (!wec && self->acceptor.is_open()) self->accept();
+    });
+    return;
+  }
+  beast::error_code ignored;
+  socket.set_option(tcp::no_delay(true), ignored);
+  // The session is started, and its last reference may drop, only after the
+  // lock is released: its destructor takes the lock.
+  std::shared_ptr<Session> session;
+  bool rejected = false;
+  {
+    const std::lock_guard lock(mutex);
+    if (draining.load()) {
+      socket.close(ignored);
+    } else if (open.load() >= limits.max_connections) {
+      socket.close(ignored);
+      rejected = true;
+    } else {
+      try {
+        session = std::make_shared<Session>(std::move(socket), certs.context(), shared_from_this());
+        open.fetch_add(1);
+        sessions.emplace(session.get(), session);
+      } catch (const std::exception& e) {
+        spdlog::error("cannot start a TLS session: {}", e.what());
+      }
+    }
+  }
+  if (rejected) {
+    if (metrics != nullptr) metrics->connection_rejected();
+    spdlog::warn("connection closed: {} connections already open (--max-connections)",
+                 limits.max_connections);
+  }
+  if (session) {
+    if (metrics != nullptr) metrics->connection_opened();
+    session->run();
+  }
+  accept();
+}
+
+void TlsServer::Impl::session_closed(const Session* session) {
+  bool drained = false;
+  {
+    const std::lock_guard lock(mutex);
+    sessions.erase(session);
+    drained = open.fetch_sub(1) == 1 && draining.load();
+  }
+  if (metrics != nullptr) metrics->connection_closed();
+  if (drained) fire_drained();
+}
+
+void TlsServer::Impl::fire_drained() {
+  std::function<void()> callback;
+  {
+    const std::lock_guard lock(mutex);
+    callback = std::exchange(on_drained, nullptr);
+  }
+  if (callback) net::post(ioc, std::move(callback));
+}
+
+TlsServer::TlsServer(net::io_context& ioc, const CertStore& certs, ServerLimits limits,
+                     RequestHandler handler, WebhookMetrics* metrics)
+    : impl_(std::make_shared<Impl>(ioc, certs, limits, std::move(handler), metrics)) {}
+
+TlsServer::~TlsServer() {
+  beast::error_code ignored;
+  impl_->acceptor.close(ignored);
+}
+
+std::optional<Error> TlsServer::listen(const tcp::endpoint& endpoint) {
+  const std::string where = "--listen " +
+                            (endpoint.address().is_v6() ? "[" + endpoint.address().to_string() + "]"
+                                                        : endpoint.address().to_string()) +
+                            ":" + std::to_string(endpoint.port());
+  auto& acceptor = impl_->acceptor;
+  beast::error_code ec;
+  acceptor.open(endpoint.protocol(), ec);
+  if (ec) return Error{where, "cannot open a socket: " + ec.message()};
+  acceptor.set_option(net::socket_base::reuse_address(true), ec);
+  if (ec) return Error{where, "cannot set SO_REUSEADDR: " + ec.message()};
+  acceptor.bind(endpoint, ec);
+  if (ec) return Error{where, "cannot bind: " + ec.message()};
+  acceptor.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) return Error{where, "cannot listen: " + ec.message()};
+  return std::nullopt;
+}
+
+tcp::endpoint TlsServer::local_endpoint() const {
+  beast::error_code ec;
+  return impl_->acceptor.local_endpoint(ec);
+}
+
+void TlsServer::start() {
+  net::dispatch(impl_->acceptor.get_executor(), [impl = impl_] { impl->accept(); });
+}
+
+void TlsServer::shutdown(std::function<void()> on_drained) {
+  std::vector<std::weak_ptr<Session>> sessions;
+  bool none_open = false;
+  {
+    const std::lock_guard lock(impl_->mutex);
+    impl_->draining.store(true);
+    impl_->on_drained = std::move(on_drained);
+    sessions.reserve(impl_->sessions.size());
+    for (const auto& [ptr, weak] : impl_->sessions) sessions.push_back(weak);
+    none_open = impl_->open.load() == 0;
+  }
+  net::post(impl_->acceptor.get_executor(), [impl = impl_] {
+    beast::error_code ignored;
+    impl->acceptor.close(ignored);
+    impl->retry_timer.cancel();
+  });
+  for (const auto& weak : sessions) {
+    if (auto session = weak.lock()) session->stop();
+  }
+  if (none_open) impl_->fire_drained();
+}
+
+std::size_t TlsServer::open_connections() const {
+  return impl_->open.load();
+}
+
+}  // namespace cudagate

@@ -1,0 +1,102 @@
+#pragma once
+// The HTTPS listener and its sessions: Boost.Beast HTTP/1.1 over Asio and
+// OpenSSL, asynchronous throughout.
+//
+// Each connection is a session on its own strand. It takes the TLS context
+// current when it is accepted (see CertStore) and keeps it until it closes.
+// A timer is re-armed before every phase, so a slow or silent peer is cut
+// off without affecting others:
+//   handshake              limits.handshake_timeout
+//   first request header   limits.header_timeout, from the end of the handshake
+//   later request header   limits.idle_timeout for its first byte, then
+//                          limits.header_timeout for the rest of the header
+//   body                   limits.body_timeout
+//   response               limits.write_timeout
+// A body larger than max_body_bytes is answered 413 (as soon as its
+// Content-Length is read), a header larger than max_header_bytes 431, a
+// malformed request 400; after these the rest of the request is drained
+// briefly so that the client can read the answer, then the connection
+// closes. Connections beyond max_connections are closed as soon as they are
+// accepted. A peer that closes without TLS close_notify is ordinary, not an
+// error; a client speaking plain HTTP fails the handshake and is closed
+// without an answer.
+//
+// The request handler runs on the session's strand, on one of the threads
+// that run the io_context; it must not block for long. An exception from it
+// is answered 500. Error answers carry a JSON body {"error": "..."}.
+//
+// Thread-safety: listen() and start() are called once, before the io_context
+// runs; shutdown() and open_connections() may be called from any thread.
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/status.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string_view>
+
+#include "policy/expected.h"
+#include "server/cert_store.h"
+#include "server/metrics.h"
+
+namespace cudagate {
+
+struct ServerLimits {
+  std::size_t max_body_bytes = 4 * 1024 * 1024;
+  std::size_t max_header_bytes = 16 * 1024;
+  std::chrono::milliseconds handshake_timeout{std::chrono::seconds(10)};
+  std::chrono::milliseconds header_timeout{std::chrono::seconds(10)};
+  std::chrono::milliseconds body_timeout{std::chrono::seconds(30)};
+  std::chrono::milliseconds write_timeout{std::chrono::seconds(30)};
+  // Longer than the 90 s after which Go clients (the API server) drop idle
+  // connections themselves, so that the client closes first and never
+  // sends a request on a connection the server is closing.
+  std::chrono::milliseconds idle_timeout{std::chrono::seconds(120)};
+  std::size_t max_connections = 1024;
+};
+
+using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>;
+using HttpResponse = boost::beast::http::response<boost::beast::http::string_body>;
+using RequestHandler = std::function<HttpResponse(const HttpRequest&)>;
+
+// A response with the JSON body {"error": message}.
+[[nodiscard]] HttpResponse json_error(boost::beast::http::status status, std::string_view message);
+
+class TlsServer {
+ public:
+  // `certs` and `metrics` (which may be null) must outlive the server and
+  // every session it starts.
+  TlsServer(boost::asio::io_context& ioc, const CertStore& certs, ServerLimits limits,
+            RequestHandler handler, WebhookMetrics* metrics);
+  ~TlsServer();
+  TlsServer(const TlsServer&) = delete;
+  TlsServer& operator=(const TlsServer&) = delete;
+
+  // Opens, binds and listens. The error names the address.
+  [[nodiscard]] std::optional<Error> listen(const boost::asio::ip::tcp::endpoint& endpoint);
+  // The bound address (the actual port when listening on port 0).
+  [[nodiscard]] boost::asio::ip::tcp::endpoint local_endpoint() const;
+
+  void start();
+
+  // Stops accepting and closes idle connections; a request being read or
+  // answered finishes, and its connection closes after the response.
+  // `on_drained` is called once, on an io_context thread, when no connection
+  // is left. The caller bounds the wait (--shutdown-grace).
+  void shutdown(std::function<void()> on_drained);
+
+  [[nodiscard]] std::size_t open_connections() const;
+
+  // Public only so that the sessions in tls_server.cpp can name it.
+  struct Impl;
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace cudagate

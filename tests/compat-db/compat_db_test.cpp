@@ -1,0 +1,605 @@
+#include "compat-db/compat_db.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cudagate {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+const CompatDb& embedded() {
+  static const CompatDb db = [] {
+    auto loaded = load_compat_db(embedded_compat_db_files());
+    if (!loaded) ADD_FAILURE() << loaded.error().str();
+    return loaded ? *loaded : CompatDb{};
+  }();
+  return db;
+}
+
+DriverVersion driver(const char* text) {
+  return *DriverVersion::parse(text);
+}
+CudaVersion cuda(const char* text) {
+  return *CudaVersion::parse(text);
+}
+
+// --- The embedded matrix ----------------------------------------------------
+
+TEST(EmbeddedCompatDb, LoadsWithEverySectionFilled) {
+  auto loaded = load_compat_db(embedded_compat_db_files());
+  ASSERT_TRUE(loaded) << loaded.error().str();
+  EXPECT_FALSE(loaded->cuda_releases.empty());
+  EXPECT_FALSE(loaded->minor_version_compat.empty());
+  EXPECT_FALSE(loaded->driver_branches.empty());
+  EXPECT_FALSE(loaded->cuda_targets.empty());
+  EXPECT_FALSE(loaded->products.empty());
+  EXPECT_FALSE(loaded->cloud_accelerators.empty());
+  EXPECT_FALSE(loaded->architectures.empty());
+  EXPECT_FALSE(loaded->cuda_images.empty());
+  EXPECT_FALSE(loaded->ngc_releases.empty());
+  EXPECT_FALSE(loaded->image_rules.empty());
+  EXPECT_EQ(loaded->revision.size(), 16U);
+  EXPECT_EQ(loaded->revision.find_first_not_of("0123456789abcdef"), std::string::npos);
+}
+
+TEST(EmbeddedCompatDb, EveryEntryNamesItsSource) {
+  const CompatDb& db = embedded();
+  const auto sourced = [](const auto& entries) {
+    return std::all_of(entries.begin(), entries.end(),
+                       [](const auto& e) { return !e.source.empty(); });
+  };
+  EXPECT_TRUE(sourced(db.cuda_releases));
+  EXPECT_TRUE(sourced(db.minor_version_compat));
+  EXPECT_TRUE(sourced(db.driver_branches));
+  EXPECT_TRUE(sourced(db.cuda_targets));
+  EXPECT_TRUE(sourced(db.products));
+  EXPECT_TRUE(sourced(db.cloud_accelerators));
+  EXPECT_TRUE(sourced(db.architectures));
+  EXPECT_TRUE(sourced(db.cuda_images));
+  EXPECT_TRUE(sourced(db.ngc_releases));
+  EXPECT_TRUE(sourced(db.image_rules));
+}
+
+TEST(EmbeddedCompatDb, SortedAsDocumented) {
+  const CompatDb& db = embedded();
+  EXPECT_TRUE(std::is_sorted(db.cuda_releases.begin(), db.cuda_releases.end(),
+                             [](const CudaRelease& a, const CudaRelease& b) {
+                               return a.cuda < b.cuda ||
+                                      (a.cuda == b.cuda && a.cuda.update() < b.cuda.update());
+                             }));
+  EXPECT_TRUE(std::is_sorted(
+      db.driver_branches.begin(), db.driver_branches.end(),
+      [](const DriverBranch& a, const DriverBranch& b) { return a.branch < b.branch; }));
+  EXPECT_TRUE(
+      std::is_sorted(db.cuda_targets.begin(), db.cuda_targets.end(),
+                     [](const CudaTargets& a, const CudaTargets& b) { return a.since < b.since; }));
+}
+
+// The release table and the branch table come from different pages; each
+// release's minimum driver must belong to the branch that reports its CUDA.
+TEST(EmbeddedCompatDb, ReleaseDriversReportTheirOwnCuda) {
+  for (const CudaRelease& release : embedded().cuda_releases) {
+    const auto reported = embedded().max_cuda_for(release.min_driver);
+    ASSERT_TRUE(reported) << release.version;
+    EXPECT_EQ(*reported, release.cuda) << release.version << " needs " << release.min_driver.str();
+  }
+}
+
+TEST(EmbeddedCompatDb, CloudAcceleratorsNameProducts) {
+  for (const CloudAccelerator& accelerator : embedded().cloud_accelerators) {
+    EXPECT_NE(embedded().product_by_name(accelerator.product), nullptr) << accelerator.value;
+  }
+}
+
+struct MaxCudaRow {
+  const char* driver;
+  std::optional<const char*> cuda;
+};
+
+TEST(CompatDbLookup, MaxCudaForDriver) {
+  const std::vector<MaxCudaRow> rows = {
+      {"560.35.03", "12.6"},    {"550.54.15", "12.4"}, {"535.129.03", "12.2"},
+      {"525.60.13", "12.0"},    {"515.43.04", "11.7"}, {"470.82.01", "11.4"},
+      {"570.26", "12.8"},       {"580.95.05", "13.0"}, {"610.10", "13.3"},
+      {"600.1.2", "13.2"},       // between R595 and R610: the nearest lower branch
+      {"999.1", "13.4"},         // above the newest: the newest known
+      {"300.10", std::nullopt},  // below the oldest branch
+  };
+  for (const MaxCudaRow& row : rows) {
+    const auto max = embedded().max_cuda_for(driver(row.driver));
+    if (row.cuda) {
+      ASSERT_TRUE(max) << row.driver;
+      EXPECT_EQ(max->str(), *row.cuda) << row.driver;
+    } else {
+      EXPECT_FALSE(max) << row.driver;
+    }
+  }
+}
+
+struct MinDriverRow {
+  const char* cuda;
+  std::optional<const char*> driver;
+};
+
+TEST(CompatDbLookup, MinDriverForCuda) {
+  const std::vector<MinDriverRow> rows = {
+      {"12.4", "550.54.14"},    // GA, not Update 1's 550.54.15
+      {"12.4.1", "550.54.14"},  // lookups are per minor
+      {"12.8", "570.26"},      {"11.0", "450.51.05"},  {"13.2", "595.45.04"},
+      {"9.0", "384.81"},       {"12.7", std::nullopt},  // no 12.7 toolkit
+      {"13.3", std::nullopt},                           // the release notes give only a branch
+  };
+  for (const MinDriverRow& row : rows) {
+    const auto min = embedded().min_driver_for(cuda(row.cuda));
+    if (row.driver) {
+      ASSERT_TRUE(min) << row.cuda;
+      EXPECT_EQ(min->str(), *row.driver) << row.cuda;
+    } else {
+      EXPECT_FALSE(min) << row.cuda;
+    }
+  }
+}
+
+TEST(CompatDbLookup, MinorCompatFloor) {
+  ASSERT_NE(embedded().minor_compat_for(11), nullptr);
+  EXPECT_EQ(embedded().minor_compat_for(11)->min_driver.str(), "450.80.02");
+  ASSERT_NE(embedded().minor_compat_for(12), nullptr);
+  EXPECT_EQ(embedded().minor_compat_for(12)->min_driver.str(), "525.60.13");
+  ASSERT_NE(embedded().minor_compat_for(13), nullptr);
+  EXPECT_EQ(embedded().minor_compat_for(13)->min_driver.str(), "580.65.06");
+  EXPECT_EQ(embedded().minor_compat_for(10), nullptr);
+}
+
+std::vector<std::string> strs(const std::vector<ComputeCapability>& ccs) {
+  std::vector<std::string> out;
+  for (const auto& cc : ccs) out.push_back(cc.str());
+  return out;
+}
+
+TEST(CompatDbLookup, TargetsForCuda) {
+  const CudaTargets* t124 = embedded().targets_for(cuda("12.4"));
+  ASSERT_NE(t124, nullptr);
+  EXPECT_EQ(t124->since.str(), "12.0");
+  EXPECT_EQ(strs(t124->all),
+            (std::vector<std::string>{"5.0", "5.2", "5.3", "6.0", "6.1", "6.2", "7.0", "7.2", "7.5",
+                                      "8.0", "8.6", "8.7", "8.9", "9.0"}));
+  EXPECT_EQ(strs(t124->all_major), (std::vector<std::string>{"5.0", "6.0", "7.0", "8.0", "9.0"}));
+
+  const CudaTargets* t129 = embedded().targets_for(cuda("12.9"));
+  ASSERT_NE(t129, nullptr);
+  EXPECT_EQ(t129->all.back().str(), "12.1");
+
+  const CudaTargets* t130 = embedded().targets_for(cuda("13.0"));
+  ASSERT_NE(t130, nullptr);
+  EXPECT_EQ(t130->all.front().str(), "7.5");  // Maxwell to Volta dropped
+  EXPECT_EQ(std::count(t130->all.begin(), t130->all.end(), ComputeCapability(10, 1)), 0);
+  EXPECT_EQ(std::count(t130->all.begin(), t130->all.end(), ComputeCapability(11, 0)), 1);
+  EXPECT_EQ(embedded().targets_for(cuda("13.4")), t130);  // nothing newer is known
+
+  EXPECT_EQ(embedded().targets_for(cuda("11.3"))->since.str(), "11.1");
+  EXPECT_EQ(embedded().targets_for(cuda("6.5")), nullptr);
+}
+
+struct ProductRow {
+  const char* query;
+  const char* name;  // nullptr: no product
+  const char* cc;
+};
+
+void expect_product(const Product* found, const ProductRow& row) {
+  if (row.name == nullptr) {
+    EXPECT_EQ(found, nullptr) << row.query << " -> " << (found ? found->name : "");
+    return;
+  }
+  ASSERT_NE(found, nullptr) << row.query;
+  EXPECT_EQ(found->name, row.name) << row.query;
+  EXPECT_EQ(found->cc.str(), row.cc) << row.query;
+}
+
+TEST(CompatDbLookup, ProductByName) {
+  const std::vector<ProductRow> rows = {
+      {"T4", "T4", "7.5"},
+      {"tesla t4", "T4", "7.5"},
+      {"A100", "A100", "8.0"},
+      {"A10G", "A10G", "8.6"},
+      {"a10g", "A10G", "8.6"},
+      {"H100", "H100", "9.0"},
+      {"L4", "L4", "8.9"},
+      {"B200", "B200", "10.0"},
+      {"V100", "V100", "7.0"},
+      {"RTX PRO 6000", "RTX PRO 6000 Blackwell", "12.0"},
+      {"Jetson Thor", "Jetson Thor", "11.0"},
+      {"Tesla-T4", nullptr, ""},  // a GFD value, not a name
+      {"T5", nullptr, ""},
+      {"", nullptr, ""},
+  };
+  for (const ProductRow& row : rows) expect_product(embedded().product_by_name(row.query), row);
+}
+
+TEST(CompatDbLookup, ProductByGfdLabel) {
+  const std::vector<ProductRow> rows = {
+      {"Tesla-T4", "T4", "7.5"},
+      {"Tesla-T4-SHARED", "T4", "7.5"},
+      {"NVIDIA-A100-SXM4-80GB", "A100", "8.0"},
+      {"NVIDIA-A100-80GB-PCIe", "A100", "8.0"},
+      {"NVIDIA-A100-80GB-PCIe-MIG-1g.10gb", "A100", "8.0"},
+      {"A100-SXM4-40GB-MIG-1g.5gb-SHARED", "A100", "8.0"},
+      {"NVIDIA-A100-SXM4-40GB-MIG-3g.20gb", "A100", "8.0"},
+      {"NVIDIA-H100-80GB-HBM3", "H100", "9.0"},
+      {"NVIDIA-H100-PCIe", "H100", "9.0"},         // by prefix
+      {"NVIDIA-H200-141GB-HBM3e", "H200", "9.0"},  // by prefix
+      {"Tesla-V100-SXM2-32GB", "V100", "7.0"},
+      {"NVIDIA-A10", "A10", "8.6"},  // not A100
+      {"NVIDIA-A10G", "A10G", "8.6"},
+      {"nvidia-l40s", "L40S", "8.9"},
+      {"NVIDIA-GH200-480GB", "GH200", "9.0"},
+      {"NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition", "RTX PRO 6000 Blackwell", "12.0"},
+      {"NVIDIA-GeForce-GTX-1080", nullptr, ""},
+      {"NVIDIA-A1000", nullptr, ""},
+      {"-MIG-1g.5gb", nullptr, ""},
+      {"", nullptr, ""},
+  };
+  for (const ProductRow& row : rows) expect_product(embedded().product_by_gfd(row.query), row);
+}
+
+TEST(CompatDbLookup, ProductByCloudLabel) {
+  const std::string gke = "cloud.google.com/gke-accelerator";
+  const std::vector<std::pair<std::string, ProductRow>> rows = {
+      {gke, {"nvidia-tesla-t4", "T4", "7.5"}},
+      {gke, {"nvidia-l4", "L4", "8.9"}},
+      {gke, {"nvidia-tesla-a100", "A100", "8.0"}},
+      {gke, {"nvidia-a100-80gb", "A100", "8.0"}},
+      {gke, {"nvidia-h100-80gb", "H100", "9.0"}},
+      {gke, {"nvidia-tesla-k80x", nullptr, ""}},
+      {"k8s.amazonaws.com/accelerator", {"nvidia-l4", nullptr, ""}},
+  };
+  for (const auto& [label, row] : rows) {
+    expect_product(embedded().product_by_cloud_label(label, row.query), row);
+  }
+}
+
+TEST(CompatDbLookup, NamedArchitecture) {
+  ASSERT_NE(embedded().architecture("Ampere"), nullptr);
+  EXPECT_EQ(embedded().architecture("Ampere")->arch_list, "8.0;8.6+PTX");
+  ASSERT_NE(embedded().architecture("ampere"), nullptr);
+  EXPECT_EQ(embedded().architecture("Ampere+Tegra")->arch_list, "8.7");
+  EXPECT_EQ(embedded().architecture("Blackwell")->arch_list, "10.0;12.0+PTX");
+  EXPECT_EQ(embedded().architecture("Kepler+Tesla")->arch_list, "3.7");
+  EXPECT_EQ(embedded().architecture("Rubin"), nullptr);
+}
+
+TEST(CompatDbLookup, CudaImageRequirement) {
+  const CudaImage* i1281 = embedded().cuda_image("12.8.1");
+  ASSERT_NE(i1281, nullptr);
+  EXPECT_THAT(i1281->require_cuda,
+              StartsWith("cuda>=12.8 brand=unknown,driver>=470,driver<471 "
+                         "brand=grid,driver>=470,driver<471 brand=tesla,driver>=470,driver<471 "));
+  EXPECT_THAT(i1281->require_cuda, HasSubstr(" brand=cloudgaming,driver>=470,driver<471 "
+                                             "brand=unknown,driver>=535,driver<536 "));
+  EXPECT_THAT(i1281->require_cuda, testing::EndsWith(" brand=cloudgaming,driver>=565,driver<566"));
+
+  const CudaImage* i1241 = embedded().cuda_image("12.4.1");
+  ASSERT_NE(i1241, nullptr);
+  EXPECT_THAT(
+      i1241->require_cuda,
+      StartsWith("cuda>=12.4 brand=tesla,driver>=470,driver<471 "
+                 "brand=unknown,driver>=470,driver<471 brand=nvidia,driver>=470,driver<471"));
+  EXPECT_THAT(i1241->require_cuda, testing::EndsWith(" brand=titanrtx,driver>=535,driver<536"));
+
+  EXPECT_EQ(embedded().cuda_image("12.6.2"), nullptr);  // not verified for Ubuntu
+  EXPECT_EQ(embedded().cuda_image("12.8"), nullptr);    // looked up by CUDA_VERSION as set
+}
+
+TEST(CompatDbLookup, NgcRelease) {
+  const NgcRelease* r2401 = embedded().ngc_release("24.01");
+  ASSERT_NE(r2401, nullptr);
+  EXPECT_EQ(r2401->cuda_version, "12.3.2");
+  ASSERT_TRUE(r2401->min_driver);
+  EXPECT_EQ(r2401->min_driver->branch(), 545);
+  std::vector<std::string> fc;
+  for (const auto& d : r2401->forward_compat) fc.push_back(d.str());
+  EXPECT_EQ(fc, (std::vector<std::string>{"470.57", "525.85", "535.86", "545.23"}));
+  ASSERT_TRUE(r2401->min_cc);
+  EXPECT_EQ(r2401->min_cc->str(), "6.0");
+
+  ASSERT_NE(embedded().ngc_release("25.01"), nullptr);
+  EXPECT_EQ(embedded().ngc_release("25.01")->min_cc->str(), "7.5");
+  ASSERT_NE(embedded().ngc_release("24.06"), nullptr);
+  EXPECT_EQ(embedded().ngc_release("24.06")->cuda_version, "12.5.0");  // Triton's, not MXNet's
+  ASSERT_NE(embedded().ngc_release("26.05"), nullptr);
+  EXPECT_FALSE(embedded().ngc_release("26.05")->min_driver);
+  EXPECT_EQ(embedded().ngc_release("23.02"), nullptr);  // not verified
+  EXPECT_EQ(embedded().ngc_release("24.1"), nullptr);
+}
+
+TEST(CompatDbLookup, ImageRules) {
+  const auto kind_of = [](std::string_view repository) -> std::string {
+    for (const ImageRule& rule : embedded().image_rules) {
+      if (std::find(rule.repositories.begin(), rule.repositories.end(), repository) !=
+          rule.repositories.end()) {
+        return rule.kind;
+      }
+    }
+    return "";
+  };
+  EXPECT_EQ(kind_of("docker.io/nvidia/cuda"), "cuda-base");
+  EXPECT_EQ(kind_of("nvcr.io/nvidia/cuda"), "cuda-base");
+  EXPECT_EQ(kind_of("nvcr.io/nvidia/pytorch"), "ngc-release");
+  EXPECT_EQ(kind_of("nvcr.io/nvidia/nemo"), "ngc-release");
+  EXPECT_EQ(kind_of("docker.io/pytorch/pytorch"), "cuda-tag");
+  EXPECT_EQ(kind_of("*"), "cuda-tag");
+}
+
+// --- Loading: a small valid matrix and what breaks it -------------------------
+
+// One section a line, so that errors at a line are easy to place.
+constexpr std::string_view kValid = R"({"schemaVersion": 1,
+"cudaReleases": [{"version": "12.4.1", "label": "12.4 Update 1", "minDriver": "550.54.15", "source": "s"}, {"version": "12.4", "label": "12.4 GA", "minDriver": "550.54.14", "source": "s"}],
+"minorVersionCompat": [{"cudaMajor": 12, "minDriver": "525.60.13", "source": "s"}],
+"driverBranches": [{"branch": 550, "cuda": "12.4", "source": "s"}, {"branch": 535, "cuda": "12.2", "designation": "LTSB", "source": "s"}],
+"cudaTargets": [{"since": "12.0", "all": ["8.0", "9.0"], "allMajor": ["8.0", "9.0"], "source": "s"}],
+"products": [{"name": "T4", "aliases": ["Tesla T4"], "gfdNames": ["Tesla-T4"], "computeCapability": "7.5", "family": "turing", "brand": "unknown", "datacenter": true, "source": "s"}],
+"cloudAccelerators": [{"label": "cloud.google.com/gke-accelerator", "value": "nvidia-tesla-t4", "product": "T4", "source": "s"}],
+"architectures": [{"name": "Turing", "archList": "7.5+PTX", "source": "s"}],
+"cudaImages": [{"cudaVersion": "12.4.1", "requireCuda": "cuda>=12.4 brand=tesla,driver>=470,driver<471", "source": "s"}],
+"ngcReleases": [{"release": "24.01", "cudaVersion": "12.3.2", "minDriver": "545", "forwardCompat": ["470.57"], "minComputeCapability": "6.0", "source": "s"}],
+"imageRules": [{"repositories": ["*"], "kind": "cuda-tag", "source": "s"}]}
+)";
+
+std::string replaced(std::string_view from, std::string_view to) {
+  std::string text(kValid);
+  const auto at = text.find(from);
+  if (at == std::string::npos) {
+    ADD_FAILURE() << "the test text has no " << from;
+    return text;
+  }
+  text.replace(at, from.size(), to);
+  return text;
+}
+
+Expected<CompatDb> load_one(const std::string& text) {
+  return load_compat_db({CompatDbFile{"test.json", text}});
+}
+
+TEST(LoadCompatDb, SmallMatrixLoadsSorted) {
+  auto db = load_one(std::string(kValid));
+  ASSERT_TRUE(db) << db.error().str();
+  ASSERT_EQ(db->cuda_releases.size(), 2U);
+  EXPECT_EQ(db->cuda_releases[0].version, "12.4");  // GA before its update
+  EXPECT_EQ(db->cuda_releases[0].label, "12.4 GA");
+  EXPECT_EQ(db->cuda_releases[1].cuda.str(), "12.4");
+  ASSERT_EQ(db->driver_branches.size(), 2U);
+  EXPECT_EQ(db->driver_branches[0].branch, 535);
+  EXPECT_EQ(db->driver_branches[0].designation, "LTSB");
+  EXPECT_EQ(db->driver_branches[1].designation, "");
+  EXPECT_EQ(db->products[0].gfd_prefixes.size(), 0U);
+  EXPECT_TRUE(db->products[0].datacenter);
+  EXPECT_EQ(db->ngc_releases[0].min_driver->str(), "545.0");  // a bare branch
+  EXPECT_EQ(db->min_driver_for(CudaVersion(12, 4))->str(), "550.54.14");
+}
+
+TEST(LoadCompatDb, RevisionFollowsContent) {
+  auto a = load_one(std::string(kValid));
+  auto b = load_one(std::string(kValid));
+  auto c = load_one(replaced("\"source\": \"s\"}]}", "\"source\": \"t\"}]}"));
+  ASSERT_TRUE(a && b && c);
+  EXPECT_EQ(a->revision, b->revision);
+  EXPECT_NE(a->revision, c->revision);
+}
+
+TEST(LoadCompatDb, SectionsMergeAcrossFiles) {
+  const std::string text(kValid);
+  // Move imageRules into a second file.
+  const auto at = text.find(",\n\"imageRules\"");
+  const std::string first = text.substr(0, at) + "}";
+  const std::string second = "{\"schemaVersion\": 1" + text.substr(at);
+  auto db = load_compat_db({{"a.json", first}, {"b.json", second}});
+  ASSERT_TRUE(db) << db.error().str();
+  EXPECT_EQ(db->image_rules.size(), 1U);
+}
+
+struct BadRow {
+  const char* name;
+  std::string text;
+  std::string error;  // the whole Error::str()
+};
+
+TEST(LoadCompatDb, RefusesBadInputNamingThePlace) {
+  const std::vector<BadRow> rows = {
+      {"json syntax", replaced("\"cudaMajor\": 12,", "\"cudaMajor\": 12,,"),
+       "test.json:3:41: invalid JSON: syntax error while parsing object key - unexpected ','; "
+       "expected string literal"},
+      {"json cut short", std::string(kValid.substr(0, 30)),
+       "test.json:2:10: invalid JSON: syntax error while parsing object key - invalid string: "
+       "missing closing quote; last read: '\"cudaRele'; expected string literal"},
+      {"not an object", "[1, 2]",
+       "test.json: expected a JSON object {\"schemaVersion\": 1, <sections>}, got an array"},
+      {"duplicate key",
+       replaced("\"label\": \"12.4 GA\"", "\"label\": \"12.4 GA\", \"label\": \"x\""),
+       "test.json: the key \"label\" appears twice in one object; each key may appear once"},
+      {"too deep", std::string(40, '[') + std::string(40, ']'),
+       "test.json:1:33: nested deeper than 32 levels"},
+      {"schema version missing", replaced("\"schemaVersion\": 1,", ""),
+       "test.json: schemaVersion: required field is missing"},
+      {"schema version", replaced("\"schemaVersion\": 1", "\"schemaVersion\": 2"),
+       "test.json: schemaVersion: expected schema version 1, got 2"},
+      {"schema version type", replaced("\"schemaVersion\": 1", "\"schemaVersion\": \"1\""),
+       "test.json: schemaVersion: expected schema version 1, got the string \"1\""},
+      {"missing section",
+       replaced(",\n\"imageRules\": [{\"repositories\": [\"*\"], \"kind\": "
+                "\"cuda-tag\", \"source\": \"s\"}]",
+                ""),
+       "test.json: missing section \"imageRules\"; every compat-db section must be given by one "
+       "of the files"},
+      {"unknown section", replaced("\"imageRules\"", "\"imageRule\""),
+       "test.json: imageRule: unknown section (expected one of: cudaReleases, minorVersionCompat, "
+       "driverBranches, cudaTargets, products, cloudAccelerators, architectures, cudaImages, "
+       "ngcReleases, imageRules)"},
+      {"entry not an object", replaced("\"architectures\": [{", "\"architectures\": [7, {"),
+       "test.json: architectures[0]: expected an object, got a number"},
+      {"unknown field",
+       replaced("\"label\": \"12.4 GA\"", "\"label\": \"12.4 GA\", \"lable\": \"x\""),
+       "test.json: cudaReleases[1].lable: unknown field (this entry has: version, label, "
+       "minDriver, source)"},
+      {"missing field", replaced("\"label\": \"12.4 GA\", ", ""),
+       "test.json: cudaReleases[1].label: required field is missing"},
+      {"bad driver version", replaced("\"minDriver\": \"550.54.14\"", "\"minDriver\": \"x\""),
+       "test.json: cudaReleases[1].minDriver: expected a driver version like 535.129.03 or "
+       "570.26, got \"x\""},
+      {"driver version of the wrong type",
+       replaced("\"minDriver\": \"550.54.14\"", "\"minDriver\": 550"),
+       "test.json: cudaReleases[1].minDriver: expected a driver version like 535.129.03 or "
+       "570.26, got a number"},
+      {"bad CUDA version", replaced("\"cuda\": \"12.4\"", "\"cuda\": \"12.x\""),
+       "test.json: driverBranches[0].cuda: expected a CUDA version like 12.4 or 12.4.1, got "
+       "\"12.x\""},
+      {"CUDA version without minor", replaced("\"version\": \"12.4\"", "\"version\": \"12\""),
+       "test.json: cudaReleases[1].version: expected a CUDA version with a minor part like 12.4 "
+       "or 12.4.1, got \"12\""},
+      {"bad compute capability",
+       replaced("\"computeCapability\": \"7.5\"", "\"computeCapability\": \"sm_75\""),
+       "test.json: products[0].computeCapability: expected a compute capability like 8.0 or 9.0, "
+       "got \"sm_75\""},
+      {"bad capability in a list", replaced("\"all\": [\"8.0\", \"9.0\"]", "\"all\": [\"8.0\", 9]"),
+       "test.json: cudaTargets[0].all[1]: expected a compute capability like 8.0 or 9.0, got a "
+       "number"},
+      {"number as string", replaced("\"cudaMajor\": 12", "\"cudaMajor\": \"12\""),
+       "test.json: minorVersionCompat[0].cudaMajor: expected a whole number, got the string "
+       "\"12\""},
+      {"negative number", replaced("\"cudaMajor\": 12", "\"cudaMajor\": -1"),
+       "test.json: minorVersionCompat[0].cudaMajor: expected a whole number from 1 to 99999, got "
+       "-1"},
+      {"fractional number", replaced("\"branch\": 550", "\"branch\": 550.5"),
+       "test.json: driverBranches[0].branch: expected a whole number, got a number"},
+      {"boolean as string", replaced("\"datacenter\": true", "\"datacenter\": \"yes\""),
+       "test.json: products[0].datacenter: expected true or false, got the string \"yes\""},
+      {"empty string", replaced("\"family\": \"turing\"", "\"family\": \"\""),
+       "test.json: products[0].family: expected a non-empty string, got the string \"\""},
+      {"list of the wrong type",
+       replaced("\"aliases\": [\"Tesla T4\"]", "\"aliases\": \"Tesla T4\""),
+       "test.json: products[0].aliases: expected an array, got the string \"Tesla T4\""},
+      {"empty required list", replaced("\"repositories\": [\"*\"]", "\"repositories\": []"),
+       "test.json: imageRules[0].repositories: expected a non-empty array, got an empty one"},
+      {"dangling product", replaced("\"product\": \"T4\"", "\"product\": \"T5\""),
+       "test.json: cloudAccelerators[0].product: no product is named \"T5\" (use a "
+       "products[].name)"},
+      {"alias clash",
+       replaced("\"aliases\": [\"Tesla T4\"]", "\"aliases\": [\"Tesla T4\", \"t4\"]"),
+       "test.json: products[0].aliases[1]: \"t4\" is already used by products[0].name (compared "
+       "ignoring case)"},
+      {"duplicate release", replaced("\"version\": \"12.4\"", "\"version\": \"12.4.1\""),
+       "test.json: cudaReleases[1].version: repeats cudaReleases[0]; each entry must be unique"},
+      {"duplicate branch", replaced("\"branch\": 535", "\"branch\": 550"),
+       "test.json: driverBranches[1].branch: repeats driverBranches[0]; each entry must be unique"},
+      {"branch reports an older CUDA", replaced("\"branch\": 535", "\"branch\": 555"),
+       "test.json: driverBranches[1].cuda: branch 555 reports CUDA 12.2, older than branch 550's "
+       "CUDA 12.4"},
+      {"designation", replaced("\"designation\": \"LTSB\"", "\"designation\": \"LTS\""),
+       "test.json: driverBranches[1].designation: expected one of LTSB, PB, NFB (or leave it "
+       "out), got \"LTS\""},
+      {"all-major outside all",
+       replaced("\"allMajor\": [\"8.0\", \"9.0\"]", "\"allMajor\": [\"7.0\"]"),
+       "test.json: cudaTargets[0].allMajor[0]: 7.0 is not in \"all\"; all-major is a subset of "
+       "all"},
+      {"capabilities out of order",
+       replaced("\"all\": [\"8.0\", \"9.0\"]", "\"all\": [\"9.0\", \"8.0\"]"),
+       "test.json: cudaTargets[0].all[1]: expected capabilities in ascending order without "
+       "repeats, got 8.0 after 9.0"},
+      {"brand case", replaced("\"brand\": \"unknown\"", "\"brand\": \"Tesla\""),
+       "test.json: products[0].brand: expected the brand in lower case as NVIDIA_REQUIRE_* "
+       "compares it, got \"Tesla\""},
+      {"arch list", replaced("\"archList\": \"7.5+PTX\"", "\"archList\": \"7.5+ptx\""),
+       "test.json: architectures[0].archList: expected entries like 8.0, 9.0a or 8.6+PTX joined "
+       "by ';', got \"7.5+ptx\""},
+      {"arch list entry", replaced("\"archList\": \"7.5+PTX\"", "\"archList\": \"7.5;;8.0\""),
+       "test.json: architectures[0].archList: expected entries like 8.0, 9.0a or 8.6+PTX joined "
+       "by ';', got \"7.5;;8.0\""},
+      {"requirement of another image",
+       replaced("\"requireCuda\": \"cuda>=12.4", "\"requireCuda\": \"cuda>=12.3"),
+       "test.json: cudaImages[0].requireCuda: expected the requirement to start with "
+       "\"cuda>=12.4\" for CUDA 12.4.1, got \"cuda>=12.3\""},
+      {"release name", replaced("\"release\": \"24.01\"", "\"release\": \"24.13\""),
+       "test.json: ngcReleases[0].release: expected a release like 24.01 (YY.MM), got \"24.13\""},
+      {"release driver", replaced("\"minDriver\": \"545\"", "\"minDriver\": \"545.x\""),
+       "test.json: ngcReleases[0].minDriver: expected a driver version like 535.129.03 or a "
+       "branch like 535, got \"545.x\""},
+      {"forward-compatible driver",
+       replaced("\"forwardCompat\": [\"470.57\"]", "\"forwardCompat\": [\"470\"]"),
+       "test.json: ngcReleases[0].forwardCompat[0]: expected a driver version like 535.129.03 or "
+       "570.26, got \"470\""},
+      {"rule kind", replaced("\"kind\": \"cuda-tag\"", "\"kind\": \"cuda-tags\""),
+       "test.json: imageRules[0].kind: expected one of cuda-base, ngc-release, cuda-tag, got "
+       "\"cuda-tags\""},
+  };
+  for (const BadRow& row : rows) {
+    auto db = load_one(row.text);
+    ASSERT_FALSE(db) << row.name;
+    EXPECT_EQ(db.error().str(), row.error) << row.name;
+  }
+}
+
+TEST(LoadCompatDb, RefusesASectionThatIsNotAList) {
+  auto db =
+      load_one(replaced("\"architectures\": [{\"name\": \"Turing\", \"archList\": "
+                        "\"7.5+PTX\", \"source\": \"s\"}]",
+                        "\"architectures\": {\"Turing\": \"7.5+PTX\"}"));
+  ASSERT_FALSE(db);
+  EXPECT_EQ(db.error().str(),
+            "test.json: architectures: expected an array of entries, got an object");
+}
+
+TEST(LoadCompatDb, RefusesASectionGivenTwice) {
+  auto db = load_compat_db(
+      {{"a.json", std::string(kValid)}, {"b.json", "{\"schemaVersion\": 1, \"products\": []}"}});
+  ASSERT_FALSE(db);
+  EXPECT_EQ(db.error().str(),
+            "b.json: products: section already given in a.json; a section may appear in one file "
+            "only");
+}
+
+TEST(LoadCompatDb, RefusesNoFiles) {
+  auto db = load_compat_db({});
+  ASSERT_FALSE(db);
+  EXPECT_EQ(db.error().str(), "no compat-db files given");
+}
+
+TEST(LoadCompatDb, NamesEveryFileWhenASectionIsMissing) {
+  auto db =
+      load_compat_db({{"a.json", "{\"schemaVersion\": 1}"}, {"b.json", "{\"schemaVersion\": 1}"}});
+  ASSERT_FALSE(db);
+  EXPECT_EQ(db.error().str(),
+            "a.json, b.json: missing section \"cudaReleases\"; every compat-db section must be "
+            "given by one of the files");
+}
+
+TEST(LoadCompatDb, DanglingProductNamesTheFileOfTheReference) {
+  const std::string text(kValid);
+  const auto at = text.find(",\n\"cloudAccelerators\"");
+  const auto end = text.find(",\n\"architectures\"");
+  const std::string first = text.substr(0, at) + text.substr(end);
+  std::string second = "{\"schemaVersion\": 1" + text.substr(at, end - at) + "}";
+  second.replace(second.find("\"T4\""), 4, "\"t4\"");  // names are exact here
+  auto db = load_compat_db({{"a.json", first}, {"b.json", second}});
+  ASSERT_FALSE(db);
+  EXPECT_EQ(db.error().str(),
+            "b.json: cloudAccelerators[0].product: no product is named \"t4\" (use a "
+            "products[].name)");
+}
+
+TEST(LoadCompatDb, EscapesControlBytesInMessages) {
+  auto db = load_one(replaced("\"minDriver\": \"550.54.14\"", "\"minDriver\": \"5\\u0001\""));
+  ASSERT_FALSE(db);
+  EXPECT_EQ(db.error().str(),
+            "test.json: cudaReleases[1].minDriver: expected a driver version like 535.129.03 or "
+            "570.26, got \"5\\x01\"");
+}
+
+}  // namespace
+}  // namespace cudagate

@@ -1,0 +1,1079 @@
+#!/usr/bin/env python3
+"""End-to-end tests of `cudagate serve` over real TLS.
+
+Each test class starts the real binary on a free loopback port with
+certificates made by certs/dev-certs.sh, polls /readyz until it answers, and
+stops the server with SIGTERM at the end (checking that it exits 0). Clients
+are Python's ssl/http.client/socket and curl.
+
+    python3 server_test.py --binary build/dev/server/cudagate --source .
+
+The last line printed is "N passed, M failed"; the exit status is non-zero
+when a test fails.
+"""
+
+import argparse
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import uuid
+import warnings
+
+BINARY = None
+SOURCE = None
+
+READY_TIMEOUT = 60  # an instrumented (sanitizer) build starts slowly
+POLL = 0.05
+
+# A T4 node on driver 535 (CUDA 12.2) and an A100 node on driver 550
+# (CUDA 12.4), labelled by GPU Feature Discovery.
+def gfd_node(name, driver, runtime, cc, product, family):
+    major, minor, rev = driver.split(".")
+    rt_major, rt_minor = runtime.split(".")
+    cc_major, cc_minor = cc.split(".")
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/arch": "amd64",
+                "nvidia.com/gpu.present": "true",
+                "nvidia.com/cuda.driver.major": major,
+                "nvidia.com/cuda.driver.minor": minor,
+                "nvidia.com/cuda.driver.rev": rev,
+                "nvidia.com/cuda.runtime.major": rt_major,
+                "nvidia.com/cuda.runtime.minor": rt_minor,
+                "nvidia.com/gpu.compute.major": cc_major,
+                "nvidia.com/gpu.compute.minor": cc_minor,
+                "nvidia.com/gpu.product": product,
+                "nvidia.com/gpu.family": family,
+            },
+        },
+        "spec": {},
+        "status": {
+            "allocatable": {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "4", "pods": "110"},
+            "capacity": {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "4", "pods": "110"},
+        },
+    }
+
+
+T4_NODE = gfd_node("gpu-t4-1", "535.129.03", "12.2", "7.5", "Tesla-T4", "turing")
+A100_NODE = gfd_node("gpu-a100-1", "550.54.15", "12.4", "8.0", "NVIDIA-A100-SXM4-80GB", "ampere")
+
+
+def node_list(*nodes):
+    return {"apiVersion": "v1", "kind": "NodeList", "items": list(nodes)}
+
+
+def review(pod_spec=None, namespace="default", name="web", uid=None):
+    """A minimal admission.k8s.io/v1 AdmissionReview for a Pod CREATE."""
+    uid = uid or str(uuid.uuid4())
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": pod_spec or {"containers": [{"name": "web", "image": "nginx:1.25"}]},
+    }
+    gvk = {"group": "", "version": "v1", "kind": "Pod"}
+    gvr = {"group": "", "version": "v1", "resource": "pods"}
+    body = {
+        "kind": "AdmissionReview",
+        "apiVersion": "admission.k8s.io/v1",
+        "request": {
+            "uid": uid,
+            "kind": gvk,
+            "resource": gvr,
+            "requestKind": gvk,
+            "requestResource": gvr,
+            "name": name,
+            "namespace": namespace,
+            "operation": "CREATE",
+            "userInfo": {"username": "kubernetes-admin", "groups": ["system:masters"]},
+            "object": pod,
+            "oldObject": None,
+            "dryRun": False,
+            "options": {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"},
+        },
+    }
+    return uid, json.dumps(body).encode()
+
+
+# A GPU pod whose image needs CUDA 12.4: incompatible with the T4 node's
+# driver 535 (CUDA 12.2).
+CUDA124_POD = {
+    "containers": [
+        {
+            "name": "train",
+            "image": "registry.example.com/ml/train:v1",
+            "env": [{"name": "CUDA_VERSION", "value": "12.4.1"}],
+            "resources": {"limits": {"nvidia.com/gpu": "1"}},
+        }
+    ],
+    "nodeSelector": {"nvidia.com/gpu.product": "Tesla-T4"},
+}
+
+JSON_HEADERS = {"Content-Type": "application/json"}
+
+
+def poll_until(condition, timeout, what):
+    """Calls condition() until it returns a true value; fails after timeout."""
+    deadline = time.monotonic() + timeout
+    last_error = None
+    while time.monotonic() < deadline:
+        try:
+            value = condition()
+            if value:
+                return value
+        except Exception as e:  # noqa: BLE001 - reported below if it persists
+            last_error = e
+        threading.Event().wait(POLL)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}"
+                         + (f" (last error: {last_error!r})" if last_error else ""))
+
+
+def free_port(host="127.0.0.1"):
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def make_certs(directory, *extra):
+    script = os.path.join(SOURCE, "certs", "dev-certs.sh")
+    out = subprocess.run(["bash", script, "--out", directory, *extra], check=True,
+                         capture_output=True, text=True, timeout=60)
+    return out.stdout.strip().splitlines()[-1]
+
+
+def client_context(certs, *, client_cert=False, minimum=None, maximum=None, alpn=None,
+                   ciphers=None):
+    ctx = ssl.create_default_context(cafile=os.path.join(certs, "ca.crt"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        if minimum is not None:
+            ctx.minimum_version = minimum
+        if maximum is not None:
+            ctx.maximum_version = maximum
+    if ciphers is not None:
+        ctx.set_ciphers(ciphers)
+    if alpn is not None:
+        ctx.set_alpn_protocols(alpn)
+    if client_cert:
+        ctx.load_cert_chain(os.path.join(certs, "client.crt"), os.path.join(certs, "client.key"))
+    return ctx
+
+
+class Server:
+    """One `cudagate serve` process."""
+
+    def __init__(self, workdir, certs, *args, host="127.0.0.1", nodes=None, config=None,
+                 client_cert=False):
+        self.workdir = workdir
+        self.certs = certs
+        self.client_cert = client_cert
+        self.host = host
+        self.nodes = nodes or os.path.join(workdir, "nodes.json")
+        if nodes is None:
+            with open(self.nodes, "w") as f:
+                json.dump(node_list(T4_NODE, A100_NODE), f)
+        self.config = config
+        self.args = list(args)
+        self.proc = None
+        self.port = None
+        self.log_path = os.path.join(workdir, f"server-{uuid.uuid4().hex[:8]}.log")
+
+    def command(self):
+        listen = f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+        cmd = [BINARY, "serve", "--listen", listen,
+               "--tls-cert", os.path.join(self.certs, "server.crt"),
+               "--tls-key", os.path.join(self.certs, "server.key"),
+               "--nodes", self.nodes, "--threads", "4",
+               "--log-format", "json", "--log-level", "debug"]
+        if self.config:
+            cmd += ["--config", self.config]
+        return cmd + self.args
+
+    def start(self):
+        for _ in range(5):  # another process may take the free port first
+            self.port = free_port(self.host)
+            log = open(self.log_path, "ab")
+            self.proc = subprocess.Popen(self.command(), stdout=log, stderr=log)
+            log.close()
+            try:
+                poll_until(self._ready, READY_TIMEOUT, "the server to become ready")
+                return self
+            except AssertionError:
+                if self.proc.poll() is None:
+                    self.proc.kill()
+                    self.proc.wait()
+                    raise AssertionError("server not ready:\n" + self.log_tail())
+                if "Address already in use" not in self.log_tail():
+                    raise AssertionError(f"server exited with {self.proc.returncode}:\n"
+                                         + self.log_tail())
+        raise AssertionError("no free port found")
+
+    def _ready(self):
+        if self.proc.poll() is not None:
+            raise AssertionError("exited")
+        conn = self.connect()
+        try:
+            conn.request("GET", "/readyz")
+            return conn.getresponse().status == 200
+        finally:
+            conn.close()
+
+    def connect(self, ctx=None, timeout=10):
+        ctx = ctx or client_context(self.certs, client_cert=self.client_cert)
+        return http.client.HTTPSConnection(self.host, self.port, context=ctx, timeout=timeout)
+
+    def tls_socket(self, ctx=None, timeout=10):
+        ctx = ctx or client_context(self.certs, client_cert=self.client_cert)
+        raw = socket.create_connection((self.host, self.port), timeout=timeout)
+        return ctx.wrap_socket(raw, server_hostname=self.host)
+
+    def stop(self):
+        """SIGTERM; returns the exit status."""
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else None
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            return "killed after 30 s"
+
+    def log_tail(self, lines=40):
+        try:
+            with open(self.log_path, "rb") as f:
+                return "\n".join(f.read().decode(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def metrics(self):
+        conn = self.connect()
+        try:
+            conn.request("GET", "/metrics")
+            res = conn.getresponse()
+            return res.status, res.getheader("Content-Type"), res.read().decode()
+        finally:
+            conn.close()
+
+
+def metric_value(text, name, **labels):
+    """The value of one sample in a Prometheus text exposition, or None."""
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        m = re.match(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s+(\S+)$", line)
+        if not m or m.group(1) != name:
+            continue
+        found = dict(re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"', m.group(3) or ""))
+        if all(found.get(k) == v for k, v in labels.items()):
+            return float(m.group(4))
+    return None
+
+
+def post(conn, path, body, headers=None):
+    conn.request("POST", path, body=body, headers=headers or JSON_HEADERS)
+    res = conn.getresponse()
+    return res, res.read()
+
+
+def is_closed(sock, timeout):
+    """Whether the peer closes `sock` within `timeout` seconds (data read is dropped)."""
+    sock.settimeout(timeout)
+    try:
+        return sock.recv(4096) == b""
+    except (socket.timeout, TimeoutError):
+        return False
+    except (ConnectionError, ssl.SSLError, OSError):
+        return True
+
+
+class ServerTestCase(unittest.TestCase):
+    server_args = ()
+    config_text = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="cudagate-server-test-")
+        cls.certs = os.path.join(cls.tmp, "certs")
+        cls.ca_bundle = make_certs(cls.certs)
+        config = None
+        if cls.config_text is not None:
+            config = os.path.join(cls.tmp, "policy.yaml")
+            with open(config, "w") as f:
+                f.write(cls.config_text)
+        cls.server = Server(cls.tmp, cls.certs, *cls.server_args, config=config).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        status = cls.server.stop()
+        tail = cls.server.log_tail()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+        if status != 0:
+            raise AssertionError(f"server exited with {status} after SIGTERM:\n{tail}")
+
+    def assert_served(self):
+        """The server still answers a new client."""
+        conn = self.server.connect()
+        try:
+            conn.request("GET", "/healthz")
+            res = conn.getresponse()
+            self.assertEqual(res.status, 200)
+            self.assertEqual(res.read(), b"ok\n")
+        finally:
+            conn.close()
+
+    def assert_review_answer(self, res, data, uid):
+        self.assertEqual(res.status, 200, data)
+        answer = json.loads(data)
+        self.assertEqual(answer["apiVersion"], "admission.k8s.io/v1")
+        self.assertEqual(answer["kind"], "AdmissionReview")
+        self.assertEqual(answer["response"]["uid"], uid)
+        return answer
+
+
+class TransportTest(ServerTestCase):
+    """TLS, HTTP and limits against one server with short timeouts."""
+
+    server_args = ("--header-timeout", "2s", "--body-timeout", "2s", "--idle-timeout", "3s")
+
+    def test_dev_certs_prints_the_ca_bundle_last(self):
+        import base64
+        with open(os.path.join(self.certs, "ca.crt"), "rb") as f:
+            self.assertEqual(base64.b64decode(self.ca_bundle), f.read())
+        # Idempotent: a second run keeps every file.
+        before = {n: os.stat(os.path.join(self.certs, n)).st_ino for n in os.listdir(self.certs)}
+        make_certs(self.certs)
+        after = {n: os.stat(os.path.join(self.certs, n)).st_ino for n in os.listdir(self.certs)}
+        self.assertEqual(before, after)
+
+    def test_tls12_and_tls13_accepted_with_modern_ciphers(self):
+        for version, name in ((ssl.TLSVersion.TLSv1_2, "TLSv1.2"),
+                              (ssl.TLSVersion.TLSv1_3, "TLSv1.3")):
+            with self.subTest(name):
+                ctx = client_context(self.certs, minimum=version, maximum=version)
+                with self.server.tls_socket(ctx) as s:
+                    self.assertEqual(s.version(), name)
+                    cipher = s.cipher()[0]
+                    if name == "TLSv1.2":
+                        self.assertRegex(cipher, r"^ECDHE-(ECDSA|RSA)-(AES\d+-GCM|CHACHA20)")
+
+    def test_tls11_refused(self):
+        ctx = client_context(self.certs, minimum=ssl.TLSVersion.TLSv1_1,
+                             maximum=ssl.TLSVersion.TLSv1_1, ciphers="DEFAULT:@SECLEVEL=0")
+        self.assert_client_speaks_tls11(ctx)
+        with self.assertRaises((ssl.SSLError, ConnectionError)):
+            with self.server.tls_socket(ctx):
+                pass
+        self.assert_served()
+
+    def assert_client_speaks_tls11(self, ctx):
+        """The refusal above must come from the server, not from a client
+        that cannot speak TLS 1.1: check it against a TLS 1.1 server."""
+        server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            try:
+                server_ctx.minimum_version = ssl.TLSVersion.TLSv1_1
+                server_ctx.maximum_version = ssl.TLSVersion.TLSv1_1
+                server_ctx.set_ciphers("DEFAULT:@SECLEVEL=0")
+            except (ValueError, ssl.SSLError) as e:
+                self.skipTest(f"this OpenSSL cannot speak TLS 1.1: {e}")
+        server_ctx.load_cert_chain(os.path.join(self.certs, "server.crt"),
+                                   os.path.join(self.certs, "server.key"))
+        listener = socket.create_server(("127.0.0.1", 0))
+        outcome = {}
+
+        def serve_one():
+            conn, _ = listener.accept()
+            try:
+                with server_ctx.wrap_socket(conn, server_side=True) as s:
+                    outcome["version"] = s.version()
+            except (ssl.SSLError, OSError) as e:
+                outcome["error"] = e
+
+        thread = threading.Thread(target=serve_one)
+        thread.start()
+        try:
+            with socket.create_connection(listener.getsockname(), timeout=10) as raw:
+                with ctx.wrap_socket(raw, server_hostname="127.0.0.1") as s:
+                    outcome["client"] = s.version()
+        except (ssl.SSLError, OSError) as e:
+            outcome["client_error"] = e
+        thread.join(10)
+        listener.close()
+        if outcome.get("client") != "TLSv1.1":
+            self.skipTest(f"this Python/OpenSSL client cannot speak TLS 1.1: {outcome}")
+
+    def test_weak_cipher_refused(self):
+        ctx = client_context(self.certs, maximum=ssl.TLSVersion.TLSv1_2,
+                             ciphers="AES128-SHA:AES256-SHA:AES128-SHA256")
+        with self.assertRaises((ssl.SSLError, ConnectionError)):
+            with self.server.tls_socket(ctx):
+                pass
+
+    def test_alpn_http11(self):
+        ctx = client_context(self.certs, alpn=["h2", "http/1.1"])
+        with self.server.tls_socket(ctx) as s:
+            self.assertEqual(s.selected_alpn_protocol(), "http/1.1")
+        # A client offering only h2 still gets a connection (and HTTP/1.1).
+        ctx = client_context(self.certs, alpn=["h2"])
+        with self.server.tls_socket(ctx) as s:
+            self.assertIsNone(s.selected_alpn_protocol())
+
+    def test_keep_alive_serves_several_requests_on_one_connection(self):
+        conn = self.server.connect()
+        try:
+            conn.request("GET", "/healthz")
+            res = conn.getresponse()
+            self.assertEqual((res.status, res.read()), (200, b"ok\n"))
+            sock = conn.sock
+            self.assertIsNotNone(sock)
+            for _ in range(3):
+                uid, body = review()
+                res, data = post(conn, "/validate", body)
+                self.assert_review_answer(res, data, uid)
+                self.assertFalse(res.will_close)
+                self.assertIs(conn.sock, sock, "the server closed the connection")
+            uid, body = review()
+            res, data = post(conn, "/mutate?timeout=10s", body)
+            self.assert_review_answer(res, data, uid)
+            self.assertIs(conn.sock, sock)
+        finally:
+            conn.close()
+
+    def test_errors_404_405_415(self):
+        cases = [
+            ("GET", "/nope", None, {}, 404),
+            ("GET", "/validate", None, {}, 405),
+            ("PUT", "/mutate", b"{}", JSON_HEADERS, 405),
+            ("POST", "/healthz", b"", {}, 405),
+            ("POST", "/validate", b"{}", {"Content-Type": "text/plain"}, 415),
+            ("POST", "/validate", b"{}", {}, 415),
+            ("POST", "/mutate", b"{}", {"Content-Type": "application/jsonx"}, 415),
+            ("POST", "/validate", b"not json", JSON_HEADERS, 400),
+        ]
+        conn = self.server.connect()
+        try:
+            for method, path, body, headers, status in cases:
+                with self.subTest(method=method, path=path, headers=headers):
+                    conn.request(method, path, body=body, headers=headers)
+                    res = conn.getresponse()
+                    data = res.read()
+                    self.assertEqual(res.status, status, data)
+                    self.assertEqual(res.getheader("Content-Type"), "application/json")
+                    self.assertIsInstance(json.loads(data)["error"], str)
+                    if status == 405:
+                        self.assertIn(res.getheader("Allow"), ("GET", "POST"))
+        finally:
+            conn.close()
+
+    def test_json_content_type_with_parameters(self):
+        uid, body = review()
+        conn = self.server.connect()
+        try:
+            res, data = post(conn, "/validate", body,
+                             {"Content-Type": "application/json; charset=utf-8"})
+            self.assert_review_answer(res, data, uid)
+        finally:
+            conn.close()
+
+    def test_body_over_4mib_gets_413(self):
+        body = b"{" + b" " * (5 * 1024 * 1024) + b"}"
+        conn = self.server.connect(timeout=30)
+        try:
+            res, data = post(conn, "/validate", body)
+            self.assertEqual(res.status, 413)
+            self.assertIn("error", json.loads(data))
+        finally:
+            conn.close()
+        # curl sends Expect: 100-continue and gets its answer before the body.
+        path = os.path.join(self.tmp, "big.json")
+        with open(path, "wb") as f:
+            f.write(body)
+        out = subprocess.run(
+            ["curl", "-sS", "--cacert", os.path.join(self.certs, "ca.crt"),
+             "-o", "/dev/null", "-w", "%{http_code}", "-H", "Content-Type: application/json",
+             "--data-binary", "@" + path, f"https://localhost:{self.server.port}/validate"],
+            capture_output=True, text=True, timeout=60)
+        self.assertEqual(out.stdout, "413", out.stderr)
+        self.assert_served()
+
+    def test_body_at_the_limit_is_read(self):
+        # Exactly 4 MiB is allowed: the answer is the admission layer's (400
+        # for a body that is not a review), not 413.
+        body = b" " * (4 * 1024 * 1024)
+        conn = self.server.connect(timeout=30)
+        try:
+            res, _ = post(conn, "/validate", body)
+            self.assertEqual(res.status, 400)
+        finally:
+            conn.close()
+
+    def test_curl_posts_a_review(self):
+        uid, body = review()
+        path = os.path.join(self.tmp, "review.json")
+        with open(path, "wb") as f:
+            f.write(body)
+        out = subprocess.run(
+            ["curl", "-sS", "--fail", "--cacert", os.path.join(self.certs, "ca.crt"),
+             "-H", "Content-Type: application/json", "--data-binary", "@" + path,
+             f"https://localhost:{self.server.port}/validate"],
+            capture_output=True, text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(json.loads(out.stdout)["response"]["uid"], uid)
+
+    def slow_client(self, prefix, result):
+        """Sends `prefix` whole, then one byte a second; records when the
+        server closed the connection."""
+        try:
+            s = self.server.tls_socket()
+        except (ssl.SSLError, OSError) as e:
+            result["error"] = e
+            return
+        with s:
+            start = time.monotonic()
+            s.sendall(prefix)
+            for i in range(20):
+                try:
+                    s.sendall(b"x" if i % 2 else b"y")
+                except (ssl.SSLError, OSError):
+                    result["closed_after"] = time.monotonic() - start
+                    return
+                # recv paces the bytes at one a second and notices the close.
+                if is_closed(s, 1.0):
+                    result["closed_after"] = time.monotonic() - start
+                    return
+        result["closed_after"] = None
+
+    def check_slow_client_cut_off(self, prefix, timeout):
+        result = {}
+        thread = threading.Thread(target=self.slow_client, args=(prefix, result))
+        thread.start()
+        # Others are served meanwhile, promptly.
+        served = 0
+        while thread.is_alive():
+            start = time.monotonic()
+            self.assert_served()
+            self.assertLess(time.monotonic() - start, 1.5)
+            served += 1
+            thread.join(0.2)
+        self.assertNotIn("error", result)
+        self.assertIsNotNone(result["closed_after"], "slow client never cut off")
+        self.assertGreaterEqual(result["closed_after"], timeout - 0.5)
+        self.assertLess(result["closed_after"], timeout + 4)
+        self.assertGreater(served, 3)
+
+    def test_slow_header_cut_off_by_header_timeout(self):
+        self.check_slow_client_cut_off(b"POST /validate HTTP/1.1\r\nHost: localhost\r\nX-Slow: ", 2)
+
+    def test_slow_body_cut_off_by_body_timeout(self):
+        prefix = (b"POST /validate HTTP/1.1\r\nHost: localhost\r\n"
+                  b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n")
+        self.check_slow_client_cut_off(prefix, 2)
+
+    def test_silent_connections_closed_after_timeout(self):
+        # TCP only (no handshake), TLS without a request, and keep-alive
+        # after one request: each closed by its own timeout.
+        start = time.monotonic()
+        tcp_only = [socket.create_connection(("127.0.0.1", self.server.port)) for _ in range(3)]
+        tls_only = [self.server.tls_socket() for _ in range(2)]
+        conn = self.server.connect()
+        conn.request("GET", "/healthz")
+        self.assertEqual(conn.getresponse().read(), b"ok\n")
+        self.assert_served()
+        for s in tcp_only + tls_only:
+            self.assertTrue(is_closed(s, 8), "a silent connection stayed open")
+            s.close()
+        self.assertLess(time.monotonic() - start, 8)
+        self.assertTrue(is_closed(conn.sock, 8), "an idle keep-alive connection stayed open")
+        elapsed = time.monotonic() - start
+        self.assertGreaterEqual(elapsed, 2.5)  # idle timeout 3 s
+        conn.close()
+        self.assert_served()
+
+    def test_plain_http_gets_no_http_answer(self):
+        with socket.create_connection(("127.0.0.1", self.server.port), timeout=10) as s:
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            data = b""
+            try:
+                while True:
+                    chunk = s.recv(4096)
+                    if not chunk:
+                        break
+                    data += chunk
+            except (ConnectionError, socket.timeout):
+                pass
+            self.assertFalse(data.startswith(b"HTTP/"), data)
+        self.assert_served()
+
+    def test_malformed_request_gets_400(self):
+        with self.server.tls_socket() as s:
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost localhost\r\n\r\n")
+            res = http.client.HTTPResponse(s)
+            res.begin()
+            self.assertEqual(res.status, 400)
+            self.assertIn("error", json.loads(res.read()))
+        self.assert_served()
+
+    def test_metrics_pass_promtool(self):
+        # Something to count first: an admission on each endpoint.
+        conn = self.server.connect()
+        for path in ("/validate", "/mutate"):
+            uid, body = review(CUDA124_POD, namespace="ml", name="train")
+            res, data = post(conn, path, body)
+            self.assert_review_answer(res, data, uid)
+        conn.close()
+        status, content_type, text = self.server.metrics()
+        self.assertEqual(status, 200)
+        self.assertTrue(content_type.startswith("text/plain; version=0.0.4"), content_type)
+        for name in ("cudagate_admission_requests_total", "cudagate_admission_duration_seconds",
+                     "cudagate_image_metadata_lookups_total",
+                     "cudagate_registry_request_duration_seconds", "cudagate_inventory_nodes",
+                     "cudagate_inventory_last_sync_timestamp_seconds",
+                     "cudagate_tls_certificate_expiry_timestamp_seconds", "cudagate_build_info"):
+            self.assertIn(f"# TYPE {name} ", text)
+        self.assertGreaterEqual(
+            metric_value(text, "cudagate_admission_requests_total", endpoint="validate"), 1)
+        self.assertGreaterEqual(metric_value(text, "cudagate_admission_duration_seconds_count",
+                                             endpoint="mutate"), 1)
+        self.assertEqual(metric_value(text, "cudagate_inventory_nodes", state="total"), 2)
+        self.assertEqual(metric_value(text, "cudagate_inventory_nodes", state="gpu"), 2)
+        self.assertGreaterEqual(
+            metric_value(text, "cudagate_image_metadata_lookups_total", source="env",
+                         result="found"), 2)
+        expiry = metric_value(text, "cudagate_tls_certificate_expiry_timestamp_seconds")
+        self.assertGreater(expiry, time.time() + 300 * 86400)
+        self.assertEqual(metric_value(text, "cudagate_build_info"), 1)
+        promtool = shutil.which("promtool")
+        if promtool is None:
+            self.skipTest("promtool not installed (Debian package prometheus)")
+        out = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True,
+                             text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+
+
+class ConnectionBoundTest(ServerTestCase):
+    server_args = ("--max-connections", "3")
+
+    def test_connections_over_the_bound_are_closed_at_once(self):
+        held = [self.server.tls_socket() for _ in range(3)]
+        try:
+            # The fourth is accepted by the kernel, then closed by the server.
+            with self.assertRaises((ssl.SSLError, ConnectionError, OSError)):
+                with self.server.tls_socket(timeout=10) as s:
+                    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+                    if s.recv(1) == b"":
+                        raise ConnectionError("closed")
+        finally:
+            held.pop().close()
+        # One slot is free again once the server has seen the close.
+        poll_until(lambda: self._healthz_ok(), 10, "a free connection slot")
+        for s in held:
+            s.close()
+
+    def _healthz_ok(self):
+        conn = self.server.connect()
+        try:
+            conn.request("GET", "/healthz")
+            return conn.getresponse().status == 200
+        except (ssl.SSLError, ConnectionError, OSError, http.client.HTTPException):
+            return False
+        finally:
+            conn.close()
+
+
+class RotationTest(ServerTestCase):
+    """Certificate rotation under load."""
+
+    def test_rotation_drops_nothing_and_new_handshakes_see_the_new_certificate(self):
+        cert_path = os.path.join(self.certs, "server.crt")
+        with open(cert_path) as f:
+            old_der = ssl.PEM_cert_to_DER_cert(f.read())
+        stop = threading.Event()
+        failures = []
+        keep_alive_requests = [0]
+        new_connections = [0]
+        seen = set()
+
+        def keep_sending():
+            conn = self.server.connect()
+            try:
+                conn.connect()
+                sock = conn.sock
+                while not stop.is_set():
+                    uid, body = review()
+                    res, data = post(conn, "/validate", body)
+                    if res.status != 200 or json.loads(data)["response"]["uid"] != uid:
+                        failures.append(("keep-alive", res.status, data[:200]))
+                    if conn.sock is not sock:
+                        failures.append(("keep-alive", "connection was replaced"))
+                        return
+                    keep_alive_requests[0] += 1
+            except Exception as e:  # noqa: BLE001 - every failure is one
+                failures.append(("keep-alive", repr(e)))
+            finally:
+                conn.close()
+
+        def keep_connecting():
+            while not stop.is_set():
+                try:
+                    with self.server.tls_socket() as s:
+                        seen.add(s.getpeercert(binary_form=True))
+                        uid, body = review()
+                        s.sendall(b"POST /validate HTTP/1.1\r\nHost: localhost\r\n"
+                                  b"Content-Type: application/json\r\nConnection: close\r\n"
+                                  + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+                        res = http.client.HTTPResponse(s)
+                        res.begin()
+                        data = res.read()
+                        if res.status != 200 or json.loads(data)["response"]["uid"] != uid:
+                            failures.append(("new connection", res.status, data[:200]))
+                    new_connections[0] += 1
+                except Exception as e:  # noqa: BLE001
+                    failures.append(("new connection", repr(e)))
+
+        threads = [threading.Thread(target=keep_sending)] + [
+            threading.Thread(target=keep_connecting) for _ in range(2)]
+        for t in threads:
+            t.start()
+        try:
+            poll_until(lambda: keep_alive_requests[0] > 5 and new_connections[0] > 5, 30,
+                       "traffic before the rotation")
+            make_certs(self.certs, "--renew")
+            with open(cert_path) as f:
+                new_der = ssl.PEM_cert_to_DER_cert(f.read())
+            self.assertNotEqual(new_der, old_der)
+
+            def new_certificate_served():
+                with self.server.tls_socket() as s:
+                    return s.getpeercert(binary_form=True) == new_der
+
+            poll_until(new_certificate_served, 20, "new handshakes to see the new certificate")
+            served_before = keep_alive_requests[0], new_connections[0]
+            poll_until(lambda: keep_alive_requests[0] > served_before[0] + 5
+                       and new_connections[0] > served_before[1] + 5, 30,
+                       "traffic after the rotation")
+        finally:
+            stop.set()
+            for t in threads:
+                t.join(30)
+        self.assertEqual(failures, [])
+        self.assertIn(old_der, seen)
+        self.assertIn(new_der, seen)
+
+        # A bad new pair is refused and the current one kept.
+        with open(os.path.join(self.certs, "server.key"), "w") as f:
+            f.write("-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n")
+        poll_until(lambda: (metric_value(self.server.metrics()[2], "cudagate_file_reloads_total",
+                                         file="certificate", result="error") or 0) >= 1,
+                   20, "the bad key to be noticed")
+        with self.server.tls_socket() as s:
+            self.assertEqual(s.getpeercert(binary_form=True), new_der)
+        self.assert_served()
+
+
+class ClientCertificateTest(ServerTestCase):
+    """--client-ca: clients must present a certificate signed by it."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="cudagate-server-test-")
+        cls.certs = os.path.join(cls.tmp, "certs")
+        cls.ca_bundle = make_certs(cls.certs)
+        cls.server = Server(cls.tmp, cls.certs, "--client-ca",
+                            os.path.join(cls.certs, "client-ca.crt"), client_cert=True).start()
+
+    def request_healthz(self, ctx):
+        conn = http.client.HTTPSConnection("127.0.0.1", self.server.port, context=ctx, timeout=10)
+        try:
+            conn.request("GET", "/healthz")
+            res = conn.getresponse()
+            return res.status, res.read()
+        finally:
+            conn.close()
+
+    def test_good_client_certificate_accepted(self):
+        self.assertEqual(self.request_healthz(client_context(self.certs, client_cert=True)),
+                         (200, b"ok\n"))
+        uid, body = review()
+        conn = self.server.connect()
+        try:
+            res, data = post(conn, "/validate", body)
+            self.assert_review_answer(res, data, uid)
+        finally:
+            conn.close()
+
+    def test_no_client_certificate_refused(self):
+        for version in (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3):
+            with self.subTest(version=version):
+                ctx = client_context(self.certs, maximum=version)
+                with self.assertRaises((ssl.SSLError, ConnectionError, http.client.HTTPException)):
+                    self.request_healthz(ctx)
+
+    def test_certificate_from_another_ca_refused(self):
+        ctx = client_context(self.certs)
+        # The server's own certificate is signed by the server CA, not the client CA.
+        ctx.load_cert_chain(os.path.join(self.certs, "server.crt"),
+                            os.path.join(self.certs, "server.key"))
+        with self.assertRaises((ssl.SSLError, ConnectionError, http.client.HTTPException)):
+            self.request_healthz(ctx)
+
+    def test_verification_off_without_client_ca(self):
+        tmp = tempfile.mkdtemp(prefix="cudagate-server-test-", dir=self.tmp)
+        server = Server(tmp, self.certs).start()
+        try:
+            ctx = client_context(self.certs)
+            conn = http.client.HTTPSConnection("127.0.0.1", server.port, context=ctx, timeout=10)
+            conn.request("GET", "/healthz")
+            self.assertEqual(conn.getresponse().status, 200)
+            conn.close()
+        finally:
+            self.assertEqual(server.stop(), 0, server.log_tail())
+
+
+class ReloadTest(ServerTestCase):
+    """--config and --nodes are re-read when they change."""
+
+    config_text = ("apiVersion: cudagate.io/v1alpha1\nkind: Policy\n"
+                   "excludeNamespaces: [kube-system, ml]\n")
+
+    def allowed(self):
+        uid, body = review(CUDA124_POD, namespace="ml", name="train")
+        conn = self.server.connect()
+        try:
+            res, data = post(conn, "/validate", body)
+            return self.assert_review_answer(res, data, uid)["response"]["allowed"]
+        finally:
+            conn.close()
+
+    def reloads(self, file, result):
+        return metric_value(self.server.metrics()[2], "cudagate_file_reloads_total", file=file,
+                            result=result) or 0
+
+    def write(self, path, text):
+        # Replaced by rename, as a ConfigMap volume update does.
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+
+    def test_policy_reload_keeps_the_old_policy_when_the_new_one_is_bad(self):
+        config = self.server.config
+        self.assertTrue(self.allowed(), "namespace ml is excluded by the first policy")
+        self.write(config, "apiVersion: cudagate.io/v1alpha1\nkind: Policy\nmode: sometimes\n")
+        poll_until(lambda: self.reloads("config", "error") >= 1, 20, "the bad policy noticed")
+        self.assertTrue(self.allowed(), "the old policy must stay after a bad one")
+        self.write(config, "apiVersion: cudagate.io/v1alpha1\nkind: Policy\n"
+                           "excludeNamespaces: [kube-system]\n")
+        poll_until(lambda: self.allowed() is False, 20, "the new policy to deny the pod")
+        self.assertGreaterEqual(self.reloads("config", "success"), 1)
+        self.write(config, self.config_text)
+        poll_until(self.allowed, 20, "the first policy back")
+
+    def test_inventory_reload(self):
+        nodes = self.server.nodes
+
+        def total():
+            return metric_value(self.server.metrics()[2], "cudagate_inventory_nodes",
+                                state="total")
+
+        self.assertEqual(total(), 2)
+        self.write(nodes, '{"apiVersion": "v1", "kind": "NodeList", "items": [{"kind": 3}]}')
+        poll_until(lambda: self.reloads("nodes", "error") >= 1, 20, "the bad inventory noticed")
+        self.assertEqual(total(), 2)
+        third = gfd_node("gpu-t4-2", "535.129.03", "12.2", "7.5", "Tesla-T4", "turing")
+        self.write(nodes, json.dumps(node_list(T4_NODE, A100_NODE, third)))
+        poll_until(lambda: total() == 3, 20, "the new inventory")
+        self.write(nodes, json.dumps(node_list(T4_NODE, A100_NODE)))
+        poll_until(lambda: total() == 2, 20, "the first inventory back")
+        self.assert_served()
+
+
+class ShutdownTest(unittest.TestCase):
+    """SIGTERM: not ready at once, listener closed, in-flight requests finish, exit 0."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="cudagate-server-test-")
+        self.certs = os.path.join(self.tmp, "certs")
+        make_certs(self.certs)
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    @staticmethod
+    def partial_request(server, method, path, body):
+        """Sends a request's header with Expect: 100-continue and waits for
+        100 Continue, which proves the server is reading this request."""
+        s = server.tls_socket()
+        s.sendall(f"{method} {path} HTTP/1.1\r\nHost: localhost\r\n"
+                  f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+                  "Expect: 100-continue\r\n\r\n".encode())
+        interim = b""
+        while not interim.endswith(b"\r\n\r\n"):
+            chunk = s.recv(1)
+            if not chunk:
+                raise AssertionError("closed before 100 Continue")
+            interim += chunk
+        assert interim.startswith(b"HTTP/1.1 100"), interim
+        return s
+
+    @staticmethod
+    def finish(s, body):
+        s.sendall(body)
+        res = http.client.HTTPResponse(s)
+        res.begin()
+        return res, res.read()
+
+    def listener_closed(self, server):
+        try:
+            socket.create_connection(("127.0.0.1", server.port), timeout=5).close()
+            return False
+        except ConnectionRefusedError:
+            return True
+
+    def test_sigterm_lets_in_flight_requests_finish_and_exits_0(self):
+        server = Server(self.tmp, self.certs, "--shutdown-grace", "20s").start()
+        try:
+            idle = server.connect()
+            idle.request("GET", "/healthz")
+            self.assertEqual(idle.getresponse().read(), b"ok\n")
+            in_flight = []
+            for _ in range(3):
+                uid, body = review()
+                in_flight.append((uid, body, self.partial_request(server, "POST", "/validate",
+                                                                  body)))
+            readyz = self.partial_request(server, "GET", "/readyz", b"{}")
+
+            server.proc.send_signal(signal.SIGTERM)
+            poll_until(lambda: self.listener_closed(server), 10, "the listener to close")
+            self.assertTrue(is_closed(idle.sock, 10), "idle connection not closed")
+            idle.close()
+
+            res, data = self.finish(readyz, b"{}")
+            self.assertEqual(res.status, 503)
+            readyz.close()
+            self.assertIsNone(server.proc.poll(), "exited with requests in flight")
+            for uid, body, s in in_flight:
+                res, data = self.finish(s, body)
+                self.assertEqual(res.status, 200, data)
+                self.assertEqual(json.loads(data)["response"]["uid"], uid)
+                self.assertTrue(res.will_close, "draining responses close the connection")
+                s.close()
+            self.assertEqual(server.proc.wait(timeout=20), 0, server.log_tail())
+        finally:
+            server.stop()
+
+    def test_shutdown_grace_bounds_the_drain(self):
+        server = Server(self.tmp, self.certs, "--shutdown-grace", "1s").start()
+        try:
+            uid, body = review()
+            stuck = self.partial_request(server, "POST", "/validate", body)
+            start = time.monotonic()
+            server.proc.send_signal(signal.SIGTERM)
+            self.assertEqual(server.proc.wait(timeout=20), 0, server.log_tail())
+            elapsed = time.monotonic() - start
+            self.assertGreaterEqual(elapsed, 0.9)
+            self.assertLess(elapsed, 10)
+            stuck.close()
+        finally:
+            server.stop()
+
+
+class Ipv6Test(unittest.TestCase):
+    def test_listen_on_ipv6_loopback(self):
+        try:
+            free_port("::1")
+        except OSError:
+            self.skipTest("no IPv6 loopback")
+        tmp = tempfile.mkdtemp(prefix="cudagate-server-test-")
+        try:
+            certs = os.path.join(tmp, "certs")
+            make_certs(certs)
+            server = Server(tmp, certs, host="::1").start()
+            try:
+                conn = server.connect()
+                conn.request("GET", "/healthz")
+                self.assertEqual(conn.getresponse().read(), b"ok\n")
+                conn.close()
+            finally:
+                self.assertEqual(server.stop(), 0, server.log_tail())
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+class StartupErrorTest(unittest.TestCase):
+    def test_bad_files_and_flags_exit_2_naming_the_problem(self):
+        tmp = tempfile.mkdtemp(prefix="cudagate-server-test-")
+        try:
+            certs = os.path.join(tmp, "certs")
+            make_certs(certs)
+            nodes = os.path.join(tmp, "nodes.json")
+            with open(nodes, "w") as f:
+                json.dump(node_list(T4_NODE), f)
+            base = {"--tls-cert": os.path.join(certs, "server.crt"),
+                    "--tls-key": os.path.join(certs, "server.key"), "--nodes": nodes,
+                    "--listen": f"127.0.0.1:{free_port()}"}
+            cases = [
+                ({"--tls-key": os.path.join(certs, "client.key")}, "does not match"),
+                ({"--tls-cert": os.path.join(tmp, "missing.crt")}, "missing.crt: cannot open"),
+                ({"--tls-cert": nodes}, "no PEM certificate"),
+                ({"--client-ca": nodes}, "no PEM certificate"),
+                ({"--listen": "localhost"}, "--listen"),
+                ({"--listen": "127.0.0.1:99999"}, "--listen"),
+                ({"--header-timeout": "soon"}, "--header-timeout"),
+                ({"--nodes": os.path.join(tmp, "missing.json")}, "missing.json"),
+                ({"--config": nodes}, "nodes.json"),
+            ]
+            for extra, message in cases:
+                with self.subTest(extra=extra):
+                    args = [x for k, v in {**base, **extra}.items() for x in (k, v)]
+                    out = subprocess.run([BINARY, "serve", *args], capture_output=True,
+                                         text=True, timeout=60)
+                    self.assertEqual(out.returncode, 2, out.stderr)
+                    self.assertIn(message, out.stderr)
+                    self.assertRegex(out.stderr, r"(?m)^cudagate: error: ")
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main():
+    global BINARY, SOURCE
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--binary", required=True, help="the cudagate binary")
+    parser.add_argument("--source", required=True, help="the repository root")
+    parser.add_argument("tests", nargs="*", help="test names (default: all)")
+    args = parser.parse_args()
+    BINARY = os.path.abspath(args.binary)
+    SOURCE = os.path.abspath(args.source)
+
+    loader = unittest.TestLoader()
+    if args.tests:
+        suite = loader.loadTestsFromNames(args.tests, sys.modules[__name__])
+    else:
+        suite = loader.loadTestsFromModule(sys.modules[__name__])
+    result = unittest.TextTestRunner(verbosity=2).run(suite)
+    failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
+    passed = result.testsRun - failed - len(result.skipped)
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+// parse_policy on arbitrary bytes: it must answer with a Policy or an Error,
+// never crash, hang or throw.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+#include "compat-db/compat_db.h"
+#include "policy/policy.h"
+
+namespace {
+
+const cudagate::CompatDb& db() {
+  static const cudagate::CompatDb loaded = [] {
+    auto d = cudagate::load_compat_db(cudagate::embedded_compat_db_files());
+    if (!d) std::abort();  // the embedded matrix is validated by its own tests
+    return std::move(*d);
+  }();
+  return loaded;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  auto policy = cudagate::parse_policy(text, "fuzz.yaml", db());
+  if (policy) {
+    // Exercise what the webhook does with a parsed catalog.
+    for (const auto& entry : policy->images) (void)policy->catalog_entry(entry.match);
+  } else if (policy.error().str().empty()) {
+    std::abort();  // an error must say something
+  }
+  return 0;
+}

@@ -1,0 +1,62 @@
+// Feeds arbitrary text to the NVIDIA_REQUIRE_* parser and evaluates what it
+// accepts against a fully known node and an unknown one: a node whose facts
+// are all known must get a yes or a no, and a failure must name a condition.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "policy/requirement.h"
+
+namespace {
+
+using namespace cudagate;
+
+void check_result(const RequirementSet& set, const DeviceFacts& device, bool all_known) {
+  const RequirementResult r = evaluate_requirements(set, device);
+  if (all_known && r.satisfied == Tristate::unknown) __builtin_trap();
+  if (r.satisfied == Tristate::no) {
+    if (r.variable != "NVIDIA_REQUIRE_FUZZ") __builtin_trap();
+    if (r.condition.rfind("unsatisfied condition: ", 0) != 0) __builtin_trap();
+  }
+  if (r.satisfied == Tristate::yes && (!r.variable.empty() || !r.condition.empty())) {
+    __builtin_trap();
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  auto req = parse_requirement("NVIDIA_REQUIRE_FUZZ", text);
+  if (!req) {
+    if (req.error().where != "NVIDIA_REQUIRE_FUZZ" || req.error().message.empty()) {
+      __builtin_trap();
+    }
+    return 0;
+  }
+  if (req->text != text) __builtin_trap();
+  for (const auto& alt : req->alternatives) {
+    if (alt.text.empty() || alt.text.find(' ') != std::string::npos) __builtin_trap();
+    for (const auto& term : alt.terms) {
+      if (!term.numbers.empty() && term.numbers.back() == 0) __builtin_trap();
+    }
+  }
+  RequirementSet set;
+  set.requirements.push_back(*req);
+  // Parsing the same text again must give the same reading.
+  auto again = parse_requirement("NVIDIA_REQUIRE_FUZZ", text);
+  if (!again || again->alternatives.size() != req->alternatives.size()) __builtin_trap();
+
+  DeviceFacts known;
+  known.driver = *DriverVersion::parse("535.129.03");
+  known.max_cuda = CudaVersion(12, 2);
+  known.cc = ComputeCapability(8, 0);
+  known.brand = "tesla";
+  check_result(set, known, true);
+  check_result(set, DeviceFacts{}, false);
+  DeviceFacts partial;
+  partial.driver = *DriverVersion::parse("570.86");
+  check_result(set, partial, false);
+  return 0;
+}

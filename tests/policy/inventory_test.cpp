@@ -1,0 +1,570 @@
+#include "policy/inventory.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace cudagate {
+namespace {
+
+using Names = std::set<std::string>;
+
+std::string read_fixture(const std::string& name) {
+  std::ifstream in(std::string(CUDAGATE_TEST_DATA) + "/" + name, std::ios::binary);
+  EXPECT_TRUE(in) << name;
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+CompatDb test_db() {
+  CompatDb db;
+  for (const auto& [branch, cuda] : std::vector<std::pair<int, CudaVersion>>{
+           {525, {12, 0}}, {535, {12, 2}}, {550, {12, 4}}, {570, {12, 8}}}) {
+    DriverBranch b;
+    b.branch = branch;
+    b.cuda = cuda;
+    db.driver_branches.push_back(b);
+  }
+  auto add = [&](std::string name, std::string gfd, ComputeCapability cc, std::string family) {
+    Product p;
+    p.name = std::move(name);
+    p.gfd_names = {std::move(gfd)};
+    p.cc = cc;
+    p.family = std::move(family);
+    db.products.push_back(std::move(p));
+  };
+  add("T4", "Tesla-T4", {7, 5}, "turing");
+  add("L4", "NVIDIA-L4", {8, 9}, "ada-lovelace");
+  add("A100", "NVIDIA-A100-SXM4-80GB", {8, 0}, "ampere");
+  add("H100", "NVIDIA-H100-80GB-HBM3", {9, 0}, "hopper");
+  return db;
+}
+
+struct NodeRow {
+  std::string name;
+  std::map<std::string, std::string> labels;
+  std::vector<Taint> taints;
+  bool unschedulable;
+  std::vector<std::pair<std::string, std::int64_t>> allocatable;
+};
+
+const Taint kGpuTaint{"nvidia.com/gpu", "true", "NoSchedule"};
+
+// A small cluster with one node for each situation the candidates depend on.
+std::vector<Node> cluster() {
+  const std::vector<NodeRow> rows = {
+      {"cpu-1", {{"pool", "cpu"}}, {}, false, {}},
+      {"t4-1",
+       {{"pool", "t4"}, {"gpu.count", "1"}, {"cudagate.io/driver-version", "535.129.03"}},
+       {kGpuTaint},
+       false,
+       {{"nvidia.com/gpu", 1}}},
+      {"t4-2",
+       {{"pool", "t4"}, {"gpu.count", "1"}, {"cudagate.io/driver-version", "525.147.05"}},
+       {kGpuTaint},
+       false,
+       {{"nvidia.com/gpu", 1}}},
+      {"a100-1",
+       {{"pool", "a100"}, {"gpu.count", "8"}, {"dedicated", "ml"}},
+       {kGpuTaint, {"dedicated", "ml", "NoSchedule"}},
+       false,
+       {{"nvidia.com/gpu", 8}}},
+      {"a100-mig",
+       {{"pool", "a100"}, {"mig", "mixed"}},
+       {kGpuTaint},
+       false,
+       {{"nvidia.com/gpu", 0}, {"nvidia.com/mig-1g.10gb", 7}}},
+      {"h100-1",
+       {{"pool", "h100"}, {"gpu.count", "8"}},
+       {kGpuTaint},
+       true,
+       {{"nvidia.com/gpu", 8}}},
+      {"h100-2",
+       {{"pool", "h100"}, {"gpu.count", "08"}},
+       {kGpuTaint, {"maintenance", "true", "NoExecute"}, {"soft", "x", "PreferNoSchedule"}},
+       false,
+       {{"nvidia.com/gpu", 8}}},
+      {"odd",
+       {{"gpu.count", "many"}, {"zone", "b"}},
+       {{"soft", "x", "PreferNoSchedule"}},
+       false,
+       {}},
+  };
+  std::vector<Node> out;
+  for (const auto& r : rows) {
+    Node n;
+    n.name = r.name;
+    n.labels.assign(r.labels.begin(), r.labels.end());
+    n.taints = r.taints;
+    n.unschedulable = r.unschedulable;
+    n.allocatable = r.allocatable;
+    out.push_back(std::move(n));
+  }
+  return out;
+}
+
+Names names(const Inventory& inv, const NodeSet& set) {
+  Names out;
+  set.for_each([&](std::size_t i) {
+    out.insert(inv.node(i).name);
+    return true;
+  });
+  return out;
+}
+
+Names all_but(const Inventory& inv, const Names& excluded) {
+  Names out;
+  for (std::size_t i = 0; i < inv.size(); ++i) {
+    if (excluded.count(inv.node(i).name) == 0) out.insert(inv.node(i).name);
+  }
+  return out;
+}
+
+// The pod spec of a Pod whose spec is `body` (YAML lines indented by two).
+PodSpec spec_of(const std::string& body) {
+  std::string text = "kind: Pod\nmetadata: {name: p}\nspec:\n";
+  if (body.find("containers:") == std::string::npos) text += "  containers: [{name: c}]\n";
+  text += body;
+  auto ws = parse_workloads(text, "pod.yaml");
+  EXPECT_TRUE(ws) << text << "\n" << ws.error().str();
+  if (!ws || ws->empty()) return {};
+  return ws->front().spec;
+}
+
+const std::string kTolerateAll = "  tolerations: [{operator: Exists}]\n";
+const std::string kTolerateGpu = "  tolerations: [{key: nvidia.com/gpu, operator: Exists}]\n";
+
+std::string affinity(const std::string& terms) {
+  return "  affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: "
+         "{nodeSelectorTerms: " +
+         terms + "}}}\n";
+}
+
+struct CandidateRow {
+  std::string what;
+  std::string spec;
+  Names expected;
+};
+
+class Candidates : public ::testing::Test {
+ protected:
+  void SetUp() override { inv_ = Inventory::build(cluster(), db_); }
+  void check(const std::vector<CandidateRow>& rows) {
+    for (const auto& row : rows) {
+      EXPECT_EQ(names(inv_, inv_.candidates(spec_of(row.spec))), row.expected) << row.what << "\n"
+                                                                               << row.spec;
+    }
+  }
+  CompatDb db_ = test_db();
+  Inventory inv_;
+};
+
+TEST_F(Candidates, TaintsAndTolerations) {
+  check({
+      {"no tolerations: untainted, schedulable nodes", "", {"cpu-1", "odd"}},
+      {"empty key with Exists tolerates every taint, cordon included", kTolerateAll,
+       all_but(inv_, {})},
+      {"a key with Exists and no effect tolerates that key's every effect",
+       kTolerateGpu,
+       {"cpu-1", "odd", "t4-1", "t4-2", "a100-mig"}},
+      {"an effect that differs does not tolerate",
+       "  tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoExecute}]\n",
+       {"cpu-1", "odd"}},
+      {"Equal needs the value",
+       "  tolerations: [{key: nvidia.com/gpu, operator: Equal, value: \"true\"}]\n",
+       {"cpu-1", "odd", "t4-1", "t4-2", "a100-mig"}},
+      {"Equal with another value",
+       "  tolerations: [{key: nvidia.com/gpu, operator: Equal, value: \"false\"}]\n",
+       {"cpu-1", "odd"}},
+      {"no operator means Equal",
+       "  tolerations: [{key: nvidia.com/gpu, value: \"true\"}]\n",
+       {"cpu-1", "odd", "t4-1", "t4-2", "a100-mig"}},
+      {"Equal with an empty value against a valued taint",
+       "  tolerations: [{key: nvidia.com/gpu}]\n",
+       {"cpu-1", "odd"}},
+      {"Exists ignores the value",
+       "  tolerations: [{key: nvidia.com/gpu, operator: Exists, value: ignored}]\n",
+       {"cpu-1", "odd", "t4-1", "t4-2", "a100-mig"}},
+      {"empty key and Exists limited to NoSchedule",
+       "  tolerations: [{operator: Exists, effect: NoSchedule}]\n", all_but(inv_, {"h100-2"})},
+      {"an unknown operator tolerates nothing",
+       "  tolerations: [{key: nvidia.com/gpu, operator: Gt, value: \"1\"}]\n",
+       {"cpu-1", "odd"}},
+      {"several taints need several tolerations",
+       "  tolerations:\n  - {key: nvidia.com/gpu, operator: Exists}\n  - {key: dedicated, value: "
+       "ml, effect: "
+       "NoSchedule}\n",
+       {"cpu-1", "odd", "t4-1", "t4-2", "a100-mig", "a100-1"}},
+      {"cordoned node: tolerating the unschedulable taint",
+       "  tolerations:\n  - {key: nvidia.com/gpu, operator: Exists}\n  - {key: "
+       "node.kubernetes.io/unschedulable, "
+       "operator: Exists, effect: NoSchedule}\n",
+       {"cpu-1", "odd", "t4-1", "t4-2", "a100-mig", "h100-1"}},
+      {"NoExecute taint",
+       "  tolerations: [{key: nvidia.com/gpu, operator: Exists}, {key: maintenance, operator: "
+       "Exists}]\n",
+       {"cpu-1", "odd", "t4-1", "t4-2", "a100-mig", "h100-2"}},
+  });
+}
+
+TEST_F(Candidates, NodeSelector) {
+  check({
+      {"one label", "  nodeSelector: {pool: t4}\n" + kTolerateAll, {"t4-1", "t4-2"}},
+      {"two labels ANDed",
+       "  nodeSelector: {pool: a100, dedicated: ml}\n" + kTolerateAll,
+       {"a100-1"}},
+      {"a value no node has", "  nodeSelector: {pool: v100}\n" + kTolerateAll, {}},
+      {"a key no node has", "  nodeSelector: {rack: r1}\n" + kTolerateAll, {}},
+      {"an empty value matches only an empty label",
+       "  nodeSelector: {pool: \"\"}\n" + kTolerateAll,
+       {}},
+      {"selector and taints", "  nodeSelector: {pool: t4}\n", {}},
+  });
+}
+
+TEST_F(Candidates, Operators) {
+  check({
+      {"In",
+       affinity("[{matchExpressions: [{key: pool, operator: In, values: [t4, a100]}]}]") +
+           kTolerateAll,
+       {"t4-1", "t4-2", "a100-1", "a100-mig"}},
+      {"NotIn matches nodes without the label",
+       affinity("[{matchExpressions: [{key: pool, operator: NotIn, values: [t4, a100, h100]}]}]") +
+           kTolerateAll,
+       {"cpu-1", "odd"}},
+      {"Exists",
+       affinity("[{matchExpressions: [{key: dedicated, operator: Exists}]}]") + kTolerateAll,
+       {"a100-1"}},
+      {"DoesNotExist",
+       affinity("[{matchExpressions: [{key: gpu.count, operator: DoesNotExist}]}]") + kTolerateAll,
+       {"cpu-1", "a100-mig"}},
+      {"Gt compares integers (08 is 8; many is no number)",
+       affinity("[{matchExpressions: [{key: gpu.count, operator: Gt, values: [\"4\"]}]}]") +
+           kTolerateAll,
+       {"a100-1", "h100-1", "h100-2"}},
+      {"Lt",
+       affinity("[{matchExpressions: [{key: gpu.count, operator: Lt, values: [\"4\"]}]}]") +
+           kTolerateAll,
+       {"t4-1", "t4-2"}},
+      {"Gt with a leading zero in the requirement",
+       affinity("[{matchExpressions: [{key: gpu.count, operator: Gt, values: [\"007\"]}]}]") +
+           kTolerateAll,
+       {"a100-1", "h100-1", "h100-2"}},
+      {"Gt on a key no node has",
+       affinity("[{matchExpressions: [{key: rack, operator: Gt, values: [\"1\"]}]}]") +
+           kTolerateAll,
+       {}},
+      {"expressions of a term are ANDed",
+       affinity("[{matchExpressions: [{key: pool, operator: In, values: [h100, a100]}, {key: "
+                "gpu.count, operator: "
+                "Exists}]}]") +
+           kTolerateAll,
+       {"a100-1", "h100-1", "h100-2"}},
+      {"terms are ORed",
+       affinity("[{matchExpressions: [{key: pool, operator: In, values: [t4]}]}, "
+                "{matchExpressions: [{key: zone, "
+                "operator: In, values: [b]}]}]") +
+           kTolerateAll,
+       {"t4-1", "t4-2", "odd"}},
+      {"nodeSelector and affinity are ANDed",
+       "  nodeSelector: {pool: a100}\n" +
+           affinity("[{matchExpressions: [{key: mig, operator: DoesNotExist}]}]") + kTolerateAll,
+       {"a100-1"}},
+  });
+}
+
+TEST_F(Candidates, TermsTheSchedulerCannotParseMatchNothing) {
+  const std::string valid = "{matchExpressions: [{key: pool, operator: In, values: [t4]}]}";
+  auto only = [&](const std::string& term) { return affinity("[" + term + "]") + kTolerateAll; };
+  auto with_valid = [&](const std::string& term) {
+    return affinity("[" + term + ", " + valid + "]") + kTolerateAll;
+  };
+  const Names t4s = {"t4-1", "t4-2"};
+  check({
+      {"an empty term", only("{}"), {}},
+      {"an empty term next to a valid one", with_valid("{}"), t4s},
+      {"no terms", affinity("[]") + kTolerateAll, {}},
+      {"an unknown operator",
+       only("{matchExpressions: [{key: pool, operator: Equals, values: [t4]}]}"),
+       {}},
+      {"an unknown operator next to a valid term",
+       with_valid("{matchExpressions: [{key: pool, operator: Equals, values: [t4]}]}"), t4s},
+      {"In without values", only("{matchExpressions: [{key: pool, operator: In}]}"), {}},
+      {"NotIn without values",
+       only("{matchExpressions: [{key: pool, operator: NotIn, values: []}]}"),
+       {}},
+      {"Exists with values",
+       only("{matchExpressions: [{key: pool, operator: Exists, values: [t4]}]}"),
+       {}},
+      {"Gt with two values",
+       only("{matchExpressions: [{key: gpu.count, operator: Gt, values: [\"1\", \"2\"]}]}"),
+       {}},
+      {"Gt with a word",
+       only("{matchExpressions: [{key: gpu.count, operator: Gt, values: [four]}]}"),
+       {}},
+      {"Gt with a negative number (no valid label value)",
+       only("{matchExpressions: [{key: gpu.count, operator: Gt, values: [\"-1\"]}]}"),
+       {}},
+      {"Gt beyond int64",
+       only("{matchExpressions: [{key: gpu.count, operator: Lt, values: "
+            "[\"9223372036854775808\"]}]}"),
+       {}},
+      {"an invalid key, even for NotIn",
+       only("{matchExpressions: [{key: \"bad key\", operator: NotIn, values: [x]}]}"),
+       {}},
+      {"an invalid value",
+       only("{matchExpressions: [{key: pool, operator: NotIn, values: [\"a b\"]}]}"),
+       {}},
+      {"a key with an upper-case prefix",
+       only("{matchExpressions: [{key: Example.com/pool, operator: DoesNotExist}]}"),
+       {}},
+      {"a prefixed key is valid",
+       only("{matchExpressions: [{key: example.com/pool, operator: DoesNotExist}]}"),
+       all_but(inv_, {})},
+      {"a bad requirement spoils its whole term",
+       only("{matchExpressions: [{key: pool, operator: In, values: [t4]}, {key: x, operator: "
+            "Bogus}]}"),
+       {}},
+  });
+}
+
+TEST_F(Candidates, MatchFields) {
+  auto only = [&](const std::string& term) { return affinity("[" + term + "]") + kTolerateAll; };
+  check({
+      {"In", only("{matchFields: [{key: metadata.name, operator: In, values: [t4-2]}]}"), {"t4-2"}},
+      {"In an unknown node",
+       only("{matchFields: [{key: metadata.name, operator: In, values: [gone]}]}"),
+       {}},
+      {"NotIn", only("{matchFields: [{key: metadata.name, operator: NotIn, values: [t4-2]}]}"),
+       all_but(inv_, {"t4-2"})},
+      {"two values",
+       only("{matchFields: [{key: metadata.name, operator: In, values: [t4-1, t4-2]}]}"),
+       {}},
+      {"another field",
+       only("{matchFields: [{key: metadata.uid, operator: In, values: [t4-1]}]}"),
+       {}},
+      {"another operator", only("{matchFields: [{key: metadata.name, operator: Exists}]}"), {}},
+      {"fields and expressions of one term are ANDed",
+       only("{matchExpressions: [{key: pool, operator: In, values: [t4]}], matchFields: [{key: "
+            "metadata.name, "
+            "operator: NotIn, values: [t4-1]}]}"),
+       {"t4-2"}},
+      {"pinned to a cordoned node",
+       affinity("[{matchFields: [{key: metadata.name, operator: In, values: "
+                "[h100-1]}]}]") +
+           kTolerateGpu,
+       {}},
+  });
+}
+
+TEST_F(Candidates, NodeName) {
+  check({
+      {"NoSchedule taints do not stop a pod with nodeName", "  nodeName: t4-1\n", {"t4-1"}},
+      {"nor does a cordon", "  nodeName: h100-1\n", {"h100-1"}},
+      {"NoExecute taints do", "  nodeName: h100-2\n", {}},
+      {"unless tolerated",
+       "  nodeName: h100-2\n  tolerations: [{key: maintenance, operator: Exists}]\n",
+       {"h100-2"}},
+      {"an unknown node", "  nodeName: gone\n" + kTolerateAll, {}},
+      {"the selector still applies", "  nodeName: t4-1\n  nodeSelector: {pool: a100}\n", {}},
+      {"and the affinity",
+       "  nodeName: t4-1\n" +
+           affinity("[{matchExpressions: [{key: pool, operator: In, values: [t4]}]}]"),
+       {"t4-1"}},
+      {"and the resources",
+       "  nodeName: t4-1\n  containers: [{name: c, resources: {limits: {nvidia.com/gpu: 2}}}]\n",
+       {}},
+  });
+}
+
+TEST_F(Candidates, Resources) {
+  auto containers = [](const std::string& list) {
+    return "  containers: " + list + "\n" + kTolerateAll;
+  };
+  check({
+      {"one GPU",
+       containers("[{name: c, resources: {limits: {nvidia.com/gpu: 1}}}]"),
+       {"t4-1", "t4-2", "a100-1", "h100-1", "h100-2"}},
+      {"eight GPUs",
+       containers("[{name: c, resources: {limits: {nvidia.com/gpu: 8}}}]"),
+       {"a100-1", "h100-1", "h100-2"}},
+      {"nine GPUs", containers("[{name: c, resources: {limits: {nvidia.com/gpu: 9}}}]"), {}},
+      {"app containers add up",
+       containers("[{name: a, resources: {limits: {nvidia.com/gpu: 4}}}, {name: b, "
+                  "resources: {limits: {nvidia.com/gpu: 4}}}]"),
+       {"a100-1", "h100-1", "h100-2"}},
+      {"beyond every node",
+       containers("[{name: a, resources: {limits: {nvidia.com/gpu: 5}}}, {name: b, "
+                  "resources: {limits: {nvidia.com/gpu: 4}}}]"),
+       {}},
+      {"an init container's request counts when larger",
+       "  initContainers: [{name: i, resources: {limits: {nvidia.com/gpu: 8}}}]\n" +
+           containers("[{name: c, resources: {limits: {nvidia.com/gpu: 1}}}]"),
+       {"a100-1", "h100-1", "h100-2"}},
+      {"init containers do not add up",
+       "  initContainers: [{name: i, resources: {limits: {nvidia.com/gpu: 1}}}, {name: j, "
+       "resources: {limits: "
+       "{nvidia.com/gpu: 1}}}]\n" +
+           containers("[{name: c}]"),
+       {"t4-1", "t4-2", "a100-1", "h100-1", "h100-2"}},
+      {"a MIG slice",
+       containers("[{name: c, resources: {limits: {nvidia.com/mig-1g.10gb: 1}}}]"),
+       {"a100-mig"}},
+      {"seven MIG slices",
+       containers("[{name: c, resources: {limits: {nvidia.com/mig-1g.10gb: 7}}}]"),
+       {"a100-mig"}},
+      {"eight MIG slices",
+       containers("[{name: c, resources: {limits: {nvidia.com/mig-1g.10gb: 8}}}]"),
+       {}},
+      {"a MIG profile no node offers",
+       containers("[{name: c, resources: {limits: {nvidia.com/mig-3g.40gb: 1}}}]"),
+       {}},
+      {"GPUs and MIG slices at once",
+       containers("[{name: c, resources: {limits: {nvidia.com/mig-1g.10gb: 1, "
+                  "nvidia.com/gpu: 1}}}]"),
+       {}},
+      {"zero GPUs asks nothing",
+       containers("[{name: c, resources: {limits: {nvidia.com/gpu: 0}}}]"), all_but(inv_, {})},
+      {"other extended resources count too",
+       containers("[{name: c, resources: {limits: {example.com/fpga: 1}}}]"),
+       {}},
+  });
+}
+
+TEST_F(Candidates, LargeCountsDoNotOverflow) {
+  PodSpec spec = spec_of(kTolerateAll);
+  spec.containers.assign(3, ContainerSpec{"c", "", false, {}, {{"nvidia.com/gpu", INT64_MAX / 2}}});
+  EXPECT_TRUE(inv_.candidates(spec).empty());
+}
+
+TEST(Inventory, GroupsAndCounts) {
+  const CompatDb db = test_db();
+  const Inventory inv = Inventory::build(cluster(), db);
+  ASSERT_EQ(inv.size(), 8U);
+  EXPECT_EQ(inv.gpu_nodes(), 6U);          // t4 x2, a100 x2 (MIG included), h100 x2
+  EXPECT_EQ(inv.unknown_gpu_nodes(), 4U);  // only the T4s have a driver label
+  // The T4s differ by driver; the H100s and a100-1 have equal facts (no labels
+  // but GPUs); a100-mig too; cpu-1 and odd have no GPU.
+  EXPECT_EQ(inv.groups().size(), 4U);
+  EXPECT_NE(inv.group_of(1), inv.group_of(2));
+  EXPECT_EQ(inv.group_of(0), inv.group_of(7));
+  EXPECT_EQ(inv.group_of(3), inv.group_of(5));
+  EXPECT_EQ(inv.group_of(3), inv.group_of(4));
+  std::size_t members = 0;
+  for (std::size_t g = 0; g < inv.groups().size(); ++g) {
+    members += inv.groups()[g].members.count();
+    inv.groups()[g].members.for_each([&](std::size_t i) {
+      EXPECT_EQ(inv.group_of(i), g);
+      return true;
+    });
+  }
+  EXPECT_EQ(members, inv.size());
+  const GpuFacts& t4 = inv.groups()[inv.group_of(1)].facts;
+  EXPECT_EQ(t4.driver->str(), "535.129.03");
+  EXPECT_EQ(t4.max_cuda, (CudaVersion{12, 2}));
+
+  EXPECT_TRUE(inv.has_label_key("pool"));
+  EXPECT_TRUE(inv.has_label_key("cudagate.io/driver-version"));
+  EXPECT_FALSE(inv.has_label_key("nvidia.com/cuda.driver-version.full"));
+  EXPECT_EQ(names(inv, inv.with_label("pool", "h100")), (Names{"h100-1", "h100-2"}));
+  EXPECT_TRUE(inv.with_label("pool", "v100").empty());
+  EXPECT_TRUE(inv.with_label("rack", "1").empty());
+
+  const Inventory empty = Inventory::build({}, db);
+  EXPECT_EQ(empty.size(), 0U);
+  EXPECT_TRUE(empty.groups().empty());
+  EXPECT_TRUE(empty.candidates(spec_of(kTolerateAll)).empty());
+}
+
+TEST(Inventory, DriverVersionsEqualByNumberShareAGroup) {
+  std::vector<Node> nodes = cluster();
+  nodes[2].labels = {
+      {"cudagate.io/driver-version", "535.129.3"}, {"gpu.count", "1"}, {"pool", "t4"}};
+  const Inventory inv = Inventory::build(std::move(nodes), test_db());
+  EXPECT_EQ(inv.group_of(1), inv.group_of(2));
+}
+
+// The fixture fleet with the fixture workloads: what the scheduler would do.
+TEST(Inventory, FixtureFleetCandidates) {
+  auto nodes = parse_nodes(read_fixture("nodes/fleet.json"), "fleet.json");
+  ASSERT_TRUE(nodes) << nodes.error().str();
+  const Inventory inv = Inventory::build(std::move(*nodes), test_db());
+  EXPECT_EQ(inv.gpu_nodes(), 11U);
+  EXPECT_EQ(inv.unknown_gpu_nodes(), 0U);
+  // T4 x2 on 535, T4 on 525, L4 (the cordoned one too), A100 on 550 (MIG node
+  // included), A100 on 535, H100 on 570, H100 on 525, and the CPU nodes.
+  EXPECT_EQ(inv.groups().size(), 8U);
+
+  struct Row {
+    std::string file;
+    Names expected;
+  };
+  const std::vector<Row> rows = {
+      {"pod-gpu.yaml",
+       {"ip-10-0-5-51.ec2.internal", "ip-10-0-5-52.ec2.internal", "ip-10-0-5-53.ec2.internal"}},
+      {"pod-mig.yaml", {"ip-10-0-4-43.ec2.internal"}},
+      {"pod-cpu.yaml", {"ip-10-0-1-11.ec2.internal", "ip-10-0-1-12.ec2.internal"}},
+      {"deployment.yaml", {"ip-10-0-3-31.ec2.internal"}},
+      // The DaemonSet controller's tolerations admit the cordoned L4 node;
+      // the dedicated A100/H100 nodes stay out.
+      {"daemonset.yaml",
+       {"ip-10-0-2-21.ec2.internal", "ip-10-0-2-22.ec2.internal", "ip-10-0-2-23.ec2.internal",
+        "ip-10-0-3-31.ec2.internal", "ip-10-0-3-32.ec2.internal"}},
+      // Tolerating every taint admits the cordoned L4 node too.
+      {"statefulset.yaml",
+       {"ip-10-0-3-31.ec2.internal", "ip-10-0-3-32.ec2.internal", "ip-10-0-4-41.ec2.internal",
+        "ip-10-0-4-42.ec2.internal", "ip-10-0-5-51.ec2.internal", "ip-10-0-5-52.ec2.internal"}},
+      {"cronjob.yaml",
+       {"ip-10-0-4-41.ec2.internal", "ip-10-0-4-42.ec2.internal", "ip-10-0-5-51.ec2.internal",
+        "ip-10-0-5-52.ec2.internal", "ip-10-0-5-53.ec2.internal"}},
+  };
+  for (const auto& row : rows) {
+    auto ws = parse_workloads(read_fixture("workloads/" + row.file), row.file);
+    ASSERT_TRUE(ws) << ws.error().str();
+    ASSERT_EQ(ws->size(), 1U);
+    EXPECT_EQ(names(inv, inv.candidates(ws->front().spec)), row.expected) << row.file;
+  }
+}
+
+// Ten thousand nodes with a hostname each: the index stays correct when
+// label values are unique per node.
+TEST(Inventory, TenThousandNodes) {
+  std::vector<Node> nodes;
+  const std::size_t n = 10000;
+  for (std::size_t i = 0; i < n; ++i) {
+    Node node;
+    node.name = "node-" + std::to_string(i);
+    node.labels = {{"kubernetes.io/hostname", node.name},
+                   {"pool", i % 10 == 0 ? "h100" : "t4"},
+                   {"rank", std::to_string(i % 100)}};
+    std::sort(node.labels.begin(), node.labels.end());
+    node.allocatable = {{"nvidia.com/gpu", i % 10 == 0 ? 8 : 1}};
+    if (i % 1000 == 1) node.unschedulable = true;
+    nodes.push_back(std::move(node));
+  }
+  const Inventory inv = Inventory::build(std::move(nodes), test_db());
+  EXPECT_EQ(inv.candidates(spec_of("  nodeSelector: {pool: h100}\n")).count(), 1000U);
+  EXPECT_EQ(
+      inv.candidates(spec_of("  nodeSelector: {kubernetes.io/hostname: node-4242}\n")).count(), 1U);
+  EXPECT_EQ(inv.candidates(spec_of("")).count(), n - 10);
+  EXPECT_EQ(
+      inv.candidates(spec_of(affinity(
+                         "[{matchExpressions: [{key: rank, operator: Lt, values: [\"5\"]}, "
+                         "{key: kubernetes.io/hostname, operator: NotIn, values: [node-0]}]}]")))
+          .count(),
+      489U);  // 500 ranks below 5, less node-0 and the 10 cordoned nodes
+  EXPECT_EQ(inv.candidates(
+                   spec_of("  containers: [{name: c, resources: {limits: {nvidia.com/gpu: 2}}}]\n"))
+                .count(),
+            1000U);
+}
+
+}  // namespace
+}  // namespace cudagate

@@ -1,0 +1,385 @@
+#include "policy/rules.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compat-db/compat_db.h"
+
+namespace cudagate {
+namespace {
+
+using ::testing::HasSubstr;
+
+const CompatDb& db() {
+  static const CompatDb loaded = [] {
+    auto d = load_compat_db(embedded_compat_db_files());
+    if (!d) ADD_FAILURE() << d.error().str();
+    return d ? std::move(*d) : CompatDb{};
+  }();
+  return loaded;
+}
+
+// Node facts as derive_gpu_facts gives them; "" leaves a fact unknown.
+GpuFacts node(const std::string& driver, const std::string& max_cuda, const std::string& cc,
+              const std::string& product, std::optional<std::string> brand) {
+  GpuFacts f;
+  f.has_gpu = true;
+  if (!driver.empty()) f.driver = *DriverVersion::parse(driver);
+  if (!max_cuda.empty()) f.max_cuda = *CudaVersion::parse(max_cuda);
+  if (!cc.empty()) f.cc = *ComputeCapability::parse(cc);
+  f.product = product;
+  f.brand = std::move(brand);
+  return f;
+}
+
+GpuFacts t4(const std::string& driver, const std::string& max_cuda) {
+  return node(driver, max_cuda, "7.5", "Tesla-T4", "unknown");
+}
+
+// Builds one container's metadata.
+class Md {
+ public:
+  Md& cuda(const std::string& v, Source source = Source::env) {
+    m_.cuda = Sourced<CudaVersion>{*CudaVersion::parse(v), source, v, "CUDA_VERSION"};
+    return *this;
+  }
+  Md& require(const std::string& v, Source source = Source::env) {
+    auto req = parse_requirement("NVIDIA_REQUIRE_CUDA", v);
+    EXPECT_TRUE(req) << req.error().str();
+    RequirementSet set;
+    set.requirements.push_back(*req);
+    m_.require = Sourced<RequirementSet>{set, source, v, "NVIDIA_REQUIRE_CUDA"};
+    return *this;
+  }
+  Md& disabled() {
+    m_.require_disabled = true;
+    m_.require.value.reset();
+    return *this;
+  }
+  Md& archs(const std::string& v, const std::string& name = "TORCH_CUDA_ARCH_LIST") {
+    auto set = name == "TORCH_CUDA_ARCH_LIST" ? parse_torch_arch_list(v, db())
+                                              : parse_cmake_arch_list(v, db(), std::nullopt);
+    EXPECT_TRUE(set) << set.error().str();
+    m_.archs = Sourced<ArchSet>{*set, Source::env, v, name};
+    return *this;
+  }
+  Md& min_cc(const std::string& v) {
+    m_.min_cc = Sourced<ComputeCapability>{*ComputeCapability::parse(v), Source::annotation, v,
+                                           "cudagate.io/min-compute-capability"};
+    return *this;
+  }
+  operator const ContainerMetadata&() const { return m_; }  // NOLINT: builder
+
+ private:
+  ContainerMetadata m_;
+};
+
+RuleResult check(const ContainerMetadata& md, const GpuFacts& n, const Policy& policy = {}) {
+  return check_container("train", md, n, policy, db());
+}
+
+Policy mvc() {
+  Policy p;
+  p.minor_version_compatibility = true;
+  return p;
+}
+
+Policy exact() {
+  Policy p;
+  p.arch_match = ArchMatch::exact;
+  return p;
+}
+
+TEST(CudaDriverRule, SpecExampleMessageAndFix) {
+  for (const RuleResult& r : {check(Md().cuda("12.4"), t4("535.129.03", "12.2")),
+                              check(Md().cuda("12.4").require("cuda>=12.4", Source::registry),
+                                    t4("535.129.03", "12.2"))}) {
+    EXPECT_EQ(r.outcome, Outcome::incompatible);
+    ASSERT_EQ(r.findings.size(), 1U);
+    const Finding& f = r.findings[0];
+    EXPECT_EQ(f.rule, "cuda-driver");
+    EXPECT_EQ(f.container, "train");
+    EXPECT_EQ(f.message, "needs CUDA 12.4; driver 535.129.03 supports up to CUDA 12.2");
+    EXPECT_EQ(f.fix,
+              "upgrade the driver to 550.54.14 or newer, or use an image built for CUDA 12.2 or "
+              "older");
+    EXPECT_FALSE(f.unknown);
+  }
+}
+
+struct OutcomeCase {
+  std::string name;
+  ContainerMetadata md;
+  GpuFacts node;
+  Policy policy;
+  Outcome outcome;
+  std::string message;  // substring of the first finding, "" when none expected
+};
+
+void run(const std::vector<OutcomeCase>& cases) {
+  for (const OutcomeCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const RuleResult r = check(c.md, c.node, c.policy);
+    EXPECT_EQ(r.outcome, c.outcome);
+    if (c.message.empty()) {
+      EXPECT_TRUE(r.findings.empty()) << r.findings.front().message;
+    } else {
+      ASSERT_FALSE(r.findings.empty());
+      EXPECT_THAT(r.findings.front().message, HasSubstr(c.message));
+    }
+  }
+}
+
+const std::string kCuda1281 = [] {
+  std::string out = "cuda>=12.8";
+  for (int branch : {470, 535, 550, 560, 565}) {
+    for (const char* brand : {"unknown", "grid", "tesla", "nvidia", "quadro"}) {
+      out += std::string(" brand=") + brand + ",driver>=" + std::to_string(branch) + ",driver<" +
+             std::to_string(branch + 1);
+    }
+  }
+  return out;
+}();
+
+TEST(CudaDriverRule, Outcomes) {
+  run({
+      {"older CUDA runs", Md().cuda("12.1"), t4("535.129.03", "12.2"), {}, Outcome::compatible, ""},
+      {"equal CUDA runs", Md().cuda("12.2"), t4("535.129.03", "12.2"), {}, Outcome::compatible, ""},
+      {"minor version compatibility accepts a newer minor", Md().cuda("12.4"),
+       t4("535.129.03", "12.2"), mvc(), Outcome::compatible, ""},
+      {"but not a newer major", Md().cuda("13.0"), t4("535.129.03", "12.2"), mvc(),
+       Outcome::incompatible, "needs CUDA 13.0; driver 535.129.03 supports up to CUDA 12.2"},
+      {"the runtime's requirement still applies", Md().cuda("12.4").require("cuda>=12.4"),
+       t4("535.129.03", "12.2"), mvc(), Outcome::incompatible, "needs CUDA 12.4"},
+      {"unless disabled", Md().cuda("12.4").require("cuda>=12.4").disabled(),
+       t4("535.129.03", "12.2"), mvc(), Outcome::compatible, ""},
+      {"disabled without minor version compatibility",
+       Md().cuda("12.4").disabled(),
+       t4("535.129.03", "12.2"),
+       {},
+       Outcome::incompatible,
+       "needs CUDA 12.4"},
+      {"minor version compatibility from the runtime label alone", Md().cuda("12.4"),
+       node("", "12.2", "7.5", "Tesla-T4", "unknown"), mvc(), Outcome::compatible, ""},
+      {"runtime label alone",
+       Md().cuda("12.4"),
+       node("", "12.2", "7.5", "Tesla-T4", "unknown"),
+       {},
+       Outcome::incompatible,
+       "needs CUDA 12.4; the node's driver supports up to CUDA 12.2"},
+      {"forward compatibility on a datacenter GPU",
+       Md().cuda("12.8").require(kCuda1281),
+       t4("535.129.03", "12.2"),
+       {},
+       Outcome::compatible,
+       ""},
+      {"no forward-compatible branch",
+       Md().cuda("12.8").require(kCuda1281),
+       t4("525.85.12", "12.0"),
+       {},
+       Outcome::incompatible,
+       "needs CUDA 12.8; driver 525.85.12 supports up to CUDA 12.0 (NVIDIA_REQUIRE_CUDA: "
+       "unsatisfied condition: cuda>=12.8)"},
+      {"brand not offered",
+       Md().cuda("12.8").require(kCuda1281),
+       node("535.129.03", "12.2", "8.9", "NVIDIA-GeForce-RTX-4090", "geforce"),
+       {},
+       Outcome::incompatible,
+       "needs CUDA 12.8"},
+      {"forward compatibility the toolkit allows but the GPU cannot run",
+       Md().cuda("12.4").require("cuda>=12.4 brand=geforce,driver>=535,driver<536"),
+       node("535.129.03", "12.2", "8.9", "NVIDIA-GeForce-RTX-4090", "geforce"),
+       {},
+       Outcome::incompatible,
+       "needs CUDA 12.4; driver 535.129.03 supports up to CUDA 12.2, and forward compatibility "
+       "(cuda-compat) does not run on NVIDIA-GeForce-RTX-4090, which is not a datacenter GPU"},
+      {"a driver term",
+       Md().require("cuda>=13.0 driver>=580.95.05"),
+       node("580.65.06", "13.0", "9.0", "NVIDIA-H100-80GB-HBM3", "unknown"),
+       {},
+       Outcome::compatible,
+       ""},
+      {"a failing driver term",
+       Md().require("driver>=580.95.05"),
+       node("575.57.08", "12.9", "9.0", "NVIDIA-H100-80GB-HBM3", "unknown"),
+       {},
+       Outcome::incompatible,
+       "NVIDIA_REQUIRE_CUDA: unsatisfied condition: driver>=580.95.05; the node has driver "
+       "575.57.08"},
+      {"an arch term",
+       Md().require("arch>=8.0"),
+       t4("535.129.03", "12.2"),
+       {},
+       Outcome::incompatible,
+       "NVIDIA_REQUIRE_CUDA: unsatisfied condition: arch>=8.0; the node has driver 535.129.03 "
+       "(CUDA 12.2), compute capability 7.5, brand unknown"},
+      {"unknown driver",
+       Md().cuda("12.4"),
+       node("", "", "7.5", "Tesla-T4", "unknown"),
+       {},
+       Outcome::unknown,
+       "the node's driver version is unknown"},
+      {"unknown driver for a requirement",
+       Md().require("cuda>=12.4"),
+       node("", "", "7.5", "Tesla-T4", "unknown"),
+       {},
+       Outcome::unknown,
+       "cannot check NVIDIA_REQUIRE_CUDA: the node's driver version is unknown"},
+      {"unknown brand",
+       Md().cuda("12.8").require(kCuda1281),
+       node("535.129.03", "12.2", "8.0", "NVIDIA-A100-SXM4-80GB", std::nullopt),
+       {},
+       Outcome::unknown,
+       "cannot check NVIDIA_REQUIRE_CUDA: the brand of the node's GPU is unknown"},
+      {"unknown image CUDA",
+       Md(),
+       t4("535.129.03", "12.2"),
+       {},
+       Outcome::unknown,
+       "the image's CUDA version is unknown"},
+  });
+}
+
+TEST(CudaDriverRule, UnknownFindingsSayHowToKnow) {
+  const RuleResult node_unknown = check(Md().cuda("12.4"), node("", "", "", "", std::nullopt));
+  ASSERT_FALSE(node_unknown.findings.empty());
+  EXPECT_TRUE(node_unknown.findings[0].unknown);
+  EXPECT_THAT(node_unknown.findings[0].fix, HasSubstr("cudagate.io/driver-version"));
+  EXPECT_THAT(node_unknown.findings[0].fix, HasSubstr("GPU Feature Discovery"));
+  const RuleResult image_unknown = check(Md(), t4("535.129.03", "12.2"));
+  ASSERT_EQ(image_unknown.findings.size(), 1U);
+  EXPECT_TRUE(image_unknown.findings[0].unknown);
+  EXPECT_THAT(image_unknown.findings[0].fix, HasSubstr("cudagate.io/cuda-version"));
+}
+
+TEST(CudaDriverRule, FixNamesTheMinimumDriverOfTheRequiredCuda) {
+  const RuleResult r = check(Md().require("cuda>=12.6"), t4("550.54.15", "12.4"));
+  ASSERT_EQ(r.findings.size(), 1U);
+  EXPECT_EQ(r.findings[0].fix,
+            "upgrade the driver to 560.28.03 or newer, or use an image built for CUDA 12.4 or "
+            "older");
+}
+
+TEST(GpuArchRule, SpecExampleMessageAndFix) {
+  const RuleResult r = check(Md().cuda("12.1").archs("8.0"), t4("535.129.03", "12.2"));
+  EXPECT_EQ(r.outcome, Outcome::incompatible);
+  ASSERT_EQ(r.findings.size(), 1U);
+  EXPECT_EQ(r.findings[0].rule, "gpu-arch");
+  EXPECT_EQ(r.findings[0].message,
+            "compiled for 8.0 (TORCH_CUDA_ARCH_LIST, env); no kernel image for compute "
+            "capability 7.5 (Tesla-T4)");
+  EXPECT_EQ(r.findings[0].fix,
+            "add 7.5 to the arch list (TORCH_CUDA_ARCH_LIST=\"7.5;8.0\"), or add +PTX to an "
+            "entry at or below 7.5");
+}
+
+TEST(GpuArchRule, CmakeListsGetACmakeFix) {
+  const RuleResult r = check(Md().cuda("12.1").archs("80", "CUDAARCHS"), t4("535.129.03", "12.2"));
+  ASSERT_EQ(r.findings.size(), 1U);
+  EXPECT_EQ(r.findings[0].fix,
+            "add 75 to the architectures (CUDAARCHS=\"75-real;80\"), or add a virtual (PTX) entry "
+            "at or below 75");
+}
+
+TEST(GpuArchRule, Outcomes) {
+  const GpuFacts a100 = node("535.129.03", "12.2", "8.0", "NVIDIA-A100-SXM4-80GB", std::nullopt);
+  const GpuFacts a10g = node("535.129.03", "12.2", "8.6", "NVIDIA-A10G", std::nullopt);
+  const GpuFacts h100 = node("535.129.03", "12.2", "9.0", "NVIDIA-H100-80GB-HBM3", "unknown");
+  const GpuFacts v100 = node("535.129.03", "12.2", "7.0", "Tesla-V100-SXM2-16GB", "tesla");
+  const GpuFacts b200 = node("570.124.06", "12.8", "10.0", "NVIDIA-B200", std::nullopt);
+  const ContainerMetadata wide = Md().cuda("12.1").archs("7.5;8.0;8.6;9.0");
+  run({
+      {"wide list on T4", wide, t4("535.129.03", "12.2"), {}, Outcome::compatible, ""},
+      {"wide list on A100", wide, a100, {}, Outcome::compatible, ""},
+      {"wide list on A10G", wide, a10g, {}, Outcome::compatible, ""},
+      {"wide list on H100", wide, h100, {}, Outcome::compatible, ""},
+      {"8.0 SASS runs on 8.6", Md().cuda("12.1").archs("8.0"), a10g, {}, Outcome::compatible, ""},
+      {"but not under archMatch exact", Md().cuda("12.1").archs("8.0"), a10g, exact(),
+       Outcome::incompatible, "under archMatch: exact"},
+      {"PTX runs on newer GPUs", Md().cuda("12.1").archs("8.0+PTX"), h100, exact(),
+       Outcome::compatible, ""},
+      {"SASS does not run across majors",
+       Md().cuda("12.1").archs("8.0;8.6"),
+       h100,
+       {},
+       Outcome::incompatible,
+       "no kernel image for compute capability 9.0"},
+      {"unknown compute capability",
+       wide,
+       node("535.129.03", "12.2", "", "", std::nullopt),
+       {},
+       Outcome::unknown,
+       "the node's compute capability is unknown"},
+      {"no list: CUDA 12.1 targets A100", Md().cuda("12.1"), a100, {}, Outcome::compatible, ""},
+      {"no list: CUDA 13.0 cannot target V100",
+       Md().cuda("13.0").require("cuda>=12.0"),
+       v100,
+       {},
+       Outcome::incompatible,
+       "built with CUDA 13.0 (CUDA_VERSION, env), which cannot target compute capability 7.0 "
+       "(Tesla-V100-SXM2-16GB): its oldest target is 7.5"},
+      {"no list: CUDA 12.4 on B200 needs PTX",
+       Md().cuda("12.4"),
+       b200,
+       {},
+       Outcome::unknown,
+       "it runs there only if the image carries PTX"},
+      {"nothing known: no arch finding",
+       Md().require("driver>=500"),
+       a100,
+       {},
+       Outcome::compatible,
+       ""},
+  });
+}
+
+TEST(GpuArchRule, OlderCudaFixNamesTheLastReleaseThatTargetsTheGpu) {
+  const GpuFacts v100 = node("580.65.06", "13.0", "7.0", "Tesla-V100-SXM2-16GB", "tesla");
+  const RuleResult r = check(Md().cuda("13.0"), v100);
+  ASSERT_EQ(r.findings.size(), 1U);
+  EXPECT_EQ(r.findings[0].fix,
+            "use an image built with CUDA 12.9 or older, or run on a GPU of compute capability "
+            "7.5 or newer");
+}
+
+TEST(GpuFeatureRule, MinimumComputeCapability) {
+  const RuleResult t4_result = check(Md().cuda("12.1").min_cc("8.0"), t4("535.129.03", "12.2"));
+  EXPECT_EQ(t4_result.outcome, Outcome::incompatible);
+  ASSERT_EQ(t4_result.findings.size(), 1U);
+  EXPECT_EQ(t4_result.findings[0].rule, "gpu-feature");
+  EXPECT_EQ(t4_result.findings[0].message,
+            "needs compute capability 8.0 (cudagate.io/min-compute-capability); node has 7.5");
+  EXPECT_EQ(t4_result.findings[0].fix, "run on a GPU of compute capability 8.0 or newer");
+  run({
+      {"A100 has 8.0",
+       Md().cuda("12.1").min_cc("8.0"),
+       node("535.129.03", "12.2", "8.0", "NVIDIA-A100-SXM4-80GB", std::nullopt),
+       {},
+       Outcome::compatible,
+       ""},
+      {"unknown capability",
+       Md().require("driver>=500").min_cc("8.0"),
+       node("535.129.03", "12.2", "", "", std::nullopt),
+       {},
+       Outcome::unknown,
+       "the node's compute capability is unknown"},
+  });
+}
+
+TEST(Rules, AFailureOutweighsAnUnknownAndBothAreReported) {
+  // CUDA fails on the driver; the capability is unknown for the minimum.
+  const RuleResult r =
+      check(Md().cuda("12.4").min_cc("8.0"), node("535.129.03", "12.2", "", "", std::nullopt));
+  EXPECT_EQ(r.outcome, Outcome::incompatible);
+  ASSERT_EQ(r.findings.size(), 3U);
+  EXPECT_FALSE(r.findings[0].unknown);
+  EXPECT_TRUE(r.findings[1].unknown);
+  EXPECT_EQ(r.findings[2].rule, "gpu-feature");
+}
+
+}  // namespace
+}  // namespace cudagate
