@@ -1,5 +1,6 @@
 #include "policy/policy.h"
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
@@ -614,6 +615,10 @@ Expected<Policy> parse_policy(std::string_view text, std::string_view source, co
       if (document && !document.IsNull()) return reader.read(document);
     }
     return Policy{};
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp's own message for its depth limit is "bad file".
+    return reader.fail_at_line(e.mark.line >= 0 ? e.mark.line + 1 : 0, "",
+                               "invalid YAML: nesting too deep");
   } catch (const YAML::Exception& e) {
     // yaml-cpp's messages are lower-case phrases ("end of map not found").
     return reader.fail_at_line(e.mark.line >= 0 ? e.mark.line + 1 : 0, "",

@@ -1,9 +1,10 @@
 #include "server/pin_affinity.h"
 
 #include <algorithm>
-#include <exception>
+#include <initializer_list>
 #include <map>
 #include <set>
+#include <string_view>
 #include <utility>
 
 namespace cudagate {
@@ -40,121 +41,131 @@ enum class Scheme : unsigned char {
 constexpr std::size_t kMaxSignatures = 64;
 
 using Keys = std::vector<std::string_view>;
-using Signature = std::vector<std::pair<std::string, std::string>>;
+// (label key, value) pairs; the views point into the inventory's nodes.
+using Signature = std::vector<std::pair<std::string_view, std::string_view>>;
 
 bool has(const Node& node, std::string_view key) {
   return node.label(key) != nullptr;
 }
 
-// Keys of the parts present, in order; empty when none is.
-template <std::size_t N>
-Keys present(const Node& node, const std::string_view (&keys)[N]) {
-  Keys out;
-  for (const auto k : keys) {
-    if (has(node, k)) out.push_back(k);
-  }
-  return out;
+// Appends `key` once; the key lists are a handful long.
+void add_key(Keys& keys, std::string_view key) {
+  if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
 }
 
-Keys product_keys(const Node& node, const CompatDb& db) {
-  if (has(node, kGfdProduct)) return {kGfdProduct};
-  if (has(node, kCudagateProduct)) return {kCudagateProduct};
-  for (const auto& c : db.cloud_accelerators) {
-    if (has(node, c.label)) return {c.label};
+// Appends the parts present, in order; false when none is.
+template <std::size_t N>
+bool add_present(Keys& keys, const Node& node, const std::string_view (&parts)[N]) {
+  bool any = false;
+  for (const auto k : parts) {
+    if (has(node, k)) {
+      add_key(keys, k);
+      any = true;
+    }
   }
-  return {};
+  return any;
+}
+
+bool add_first_present(Keys& keys, const Node& node,
+                       std::initializer_list<std::string_view> keys_in_order) {
+  for (const auto k : keys_in_order) {
+    if (has(node, k)) {
+      add_key(keys, k);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool add_cloud_key(Keys& keys, const Node& node, const CompatDb& db) {
+  for (const auto& c : db.cloud_accelerators) {
+    if (has(node, c.label)) {
+      add_key(keys, c.label);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool add_product_keys(Keys& keys, const Node& node, const CompatDb& db) {
+  return add_first_present(keys, node, {kGfdProduct, kCudagateProduct}) ||
+         add_cloud_key(keys, node, db);
 }
 
 // The labels the node's driver fact was read from.
-Keys driver_keys(const Node& node, const GpuFacts& facts) {
+bool add_driver_keys(Keys& keys, const Node& node, const GpuFacts& facts) {
   switch (facts.driver_source) {
     case NodeFactSource::gfd:
-      if (has(node, kGfdDriverFull)) return {kGfdDriverFull};
-      if (auto k = present(node, kGfdDriverVersionParts); !k.empty()) return k;
-      return present(node, kGfdDriverParts);
+      return add_first_present(keys, node, {kGfdDriverFull}) ||
+             add_present(keys, node, kGfdDriverVersionParts) ||
+             add_present(keys, node, kGfdDriverParts);
     case NodeFactSource::cudagate:
-      if (has(node, kCudagateDriver)) return {kCudagateDriver};
-      return {};
+      return add_first_present(keys, node, {kCudagateDriver});
     case NodeFactSource::none:
     case NodeFactSource::cloud:
     case NodeFactSource::product:
       break;
   }
-  return {};
+  return false;
 }
 
 // The labels the node's compute capability was read from.
-Keys compute_keys(const Node& node, const GpuFacts& facts, const CompatDb& db) {
+bool add_compute_keys(Keys& keys, const Node& node, const GpuFacts& facts, const CompatDb& db) {
   switch (facts.cc_source) {
     case NodeFactSource::gfd:
-      return present(node, kGfdComputeParts);
+      return add_present(keys, node, kGfdComputeParts);
     case NodeFactSource::cudagate:
-      if (has(node, kCudagateCompute)) return {kCudagateCompute};
-      return {};
+      return add_first_present(keys, node, {kCudagateCompute});
     case NodeFactSource::cloud:
-      for (const auto& c : db.cloud_accelerators) {
-        if (has(node, c.label)) return {c.label};
-      }
-      return {};
+      return add_cloud_key(keys, node, db);
     case NodeFactSource::product:
-      if (has(node, kGfdProduct)) return {kGfdProduct};
-      if (has(node, kCudagateProduct)) return {kCudagateProduct};
-      return {};
+      return add_first_present(keys, node, {kGfdProduct, kCudagateProduct});
     case NodeFactSource::none:
       break;
   }
-  return {};
+  return false;
 }
 
-// The keys `scheme` pins `node` on; empty when the node lacks them.
-Keys scheme_keys(Scheme scheme, const Node& node, const GpuFacts& facts, const CompatDb& db) {
-  Keys keys;
-  const auto append = [&](const Keys& more) {
-    if (more.empty()) return false;
-    for (const auto k : more) {
-      if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
-    }
-    return true;
-  };
+// The keys `scheme` pins `node` on, into `keys` (cleared first); false
+// when the node lacks them.
+bool scheme_keys(Scheme scheme, const Node& node, const GpuFacts& facts, const CompatDb& db,
+                 Keys& keys) {
+  keys.clear();
   switch (scheme) {
     case Scheme::compute:
-      if (!append(compute_keys(node, facts, db))) return {};
-      break;
+      return add_compute_keys(keys, node, facts, db);
     case Scheme::driver:
-      if (!append(driver_keys(node, facts))) return {};
-      break;
+      return add_driver_keys(keys, node, facts);
     case Scheme::driver_compute:
-      if (!append(driver_keys(node, facts)) || !append(compute_keys(node, facts, db))) return {};
-      break;
+      return add_driver_keys(keys, node, facts) && add_compute_keys(keys, node, facts, db);
     case Scheme::driver_compute_product:
-      if (!append(driver_keys(node, facts)) || !append(compute_keys(node, facts, db)) ||
-          !append(product_keys(node, db))) {
-        return {};
-      }
-      break;
+      return add_driver_keys(keys, node, facts) && add_compute_keys(keys, node, facts, db) &&
+             add_product_keys(keys, node, db);
     case Scheme::names:
       break;
   }
-  return keys;
+  return false;
 }
 
 // Pin terms from label signatures. Signatures with the same keys that
 // differ only in the last value share one term with an In list; that merge
 // selects exactly the same nodes.
 std::vector<NodeSelectorTerm> label_terms(const std::set<Signature>& signatures) {
-  std::map<Signature, std::vector<std::string>> merged;  // prefix + last key -> last values
+  // prefix (every pair but the last, then the last key with no value) -> last values
+  std::map<Signature, std::vector<std::string>> merged;
   for (const auto& sig : signatures) {
     Signature prefix(sig.begin(), sig.end() - 1);
-    prefix.emplace_back(sig.back().first, "");
-    merged[prefix].push_back(sig.back().second);
+    prefix.emplace_back(sig.back().first, std::string_view());
+    merged[prefix].emplace_back(sig.back().second);
   }
   std::vector<NodeSelectorTerm> terms;
   for (auto& [prefix, values] : merged) {
     NodeSelectorTerm term;
     for (std::size_t i = 0; i + 1 < prefix.size(); ++i) {
-      term.match_expressions.push_back({prefix[i].first, "In", {prefix[i].second}});
+      term.match_expressions.push_back(
+          {std::string(prefix[i].first), "In", {std::string(prefix[i].second)}});
     }
-    term.match_expressions.push_back({prefix.back().first, "In", std::move(values)});
+    term.match_expressions.push_back({std::string(prefix.back().first), "In", std::move(values)});
     terms.push_back(std::move(term));
   }
   return terms;
@@ -181,29 +192,30 @@ Expected<std::vector<NodeSelectorTerm>> scheme_terms(Scheme scheme, const NodeSe
   std::set<Signature> signatures;
   std::set<std::string_view> keys;
   bool complete = true;
+  Keys node_keys;
+  Signature sig;
   compatible.for_each([&](std::size_t i) {
     const Node& node = inventory.node(i);
     const GpuFacts& facts = inventory.groups()[inventory.group_of(i)].facts;
-    const Keys k = scheme_keys(scheme, node, facts, db);
-    if (k.empty()) {
+    if (!scheme_keys(scheme, node, facts, db, node_keys)) {
       complete = false;
       return false;
     }
-    Signature sig;
-    for (const auto key : k) {
-      sig.emplace_back(std::string(key), *node.label(key));
-      keys.insert(key);
+    sig.clear();
+    for (const auto key : node_keys) sig.emplace_back(key, *node.label(key));
+    if (signatures.find(sig) == signatures.end()) {
+      signatures.insert(sig);
+      keys.insert(node_keys.begin(), node_keys.end());
     }
-    signatures.insert(std::move(sig));
     return signatures.size() <= kMaxSignatures;
   });
   if (!complete) return Error{"", "some compatible nodes lack the labels"};
   if (signatures.size() > kMaxSignatures) return Error{"", "too many distinct label values"};
   keys_used = "labels";
   const char* separator = " ";
-  for (const auto k : keys) {
+  for (const auto key : keys) {
     keys_used += separator;
-    keys_used += k;
+    keys_used += key;
     separator = ", ";
   }
   return label_terms(signatures);

@@ -342,6 +342,9 @@ TEST(ParsePolicy, StructuralErrors) {
     SCOPED_TRACE(text);
     EXPECT_THAT(parse_error(text), HasSubstr("invalid YAML: unexpected ','"));
   }
+  EXPECT_EQ(parse_error(std::string(5000, '[')), "policy.yaml:1: invalid YAML: nesting too deep");
+  EXPECT_EQ(parse_error("mode: " + std::string(3000, '{')),
+            "policy.yaml:1: invalid YAML: nesting too deep");
   EXPECT_EQ(parse_error("# c\n  ,\n"),
             "policy.yaml:2: invalid YAML: unexpected ',' or flow indicator where a value should "
             "start");
