@@ -123,7 +123,7 @@ AdmissionResponse admit(const AdmissionRequest& req, EnforcementRequest& er,
     return AdmissionResponse::allowed();
   }
 
-  auto workload = workload_from_json(req.object, subject_of(req));
+  auto workload = workload_from_json(req.object, "");
   if (!workload) {
     const Enforcement e = enforce_input_error(workload.error(), subject_of(req), er);
     out.decision = std::string(to_string(e.action));

@@ -105,8 +105,10 @@ std::pair<std::string, std::string> split_need(const std::string& message) {
 }
 
 // container "train" needs CUDA 12.4 (from env); 8 of 8 candidate nodes
-// cannot run it: driver 535.129.03 supports up to CUDA 12.2
-std::string finding_text(const Decision& decision, const Statement& s, bool with_names) {
+// cannot run it: driver 535.129.03 supports up to CUDA 12.2. Without the
+// count: container "train" needs CUDA 12.4 (from env); driver 535.129.03 ...
+std::string finding_text(const Decision& decision, const Statement& s, bool with_count,
+                         bool with_names) {
   const auto [need, have] = split_need(s.message);
   const std::string source = source_of(decision, s);
   std::string out = lead(s);
@@ -120,8 +122,10 @@ std::string finding_text(const Decision& decision, const Statement& s, bool with
   } else {
     out += ": ";
   }
-  out += std::to_string(s.nodes) + " of " + plural(decision.candidates, "candidate node");
-  out += s.unknown ? " may not run it: " : " cannot run it: ";
+  if (with_count) {
+    out += std::to_string(s.nodes) + " of " + plural(decision.candidates, "candidate node");
+    out += s.unknown ? " may not run it: " : " cannot run it: ";
+  }
   out += have;
   if (with_names) out += name_list(s.names, s.nodes);
   return out;
@@ -133,7 +137,7 @@ std::string sentence(std::string text) {
 }
 
 std::string statement_text(const Decision& decision, const Statement& s) {
-  std::string out = sentence(finding_text(decision, s, true));
+  std::string out = sentence(finding_text(decision, s, true, true));
   if (!s.fix.empty()) out += " Fix: " + sentence(s.fix);
   return out;
 }
@@ -229,7 +233,7 @@ std::vector<std::string> finding_warnings(const Decision& decision,
     return out;
   }
   for (std::size_t i = 0; i < ss.size() && i < kShownStatements; ++i) {
-    out.push_back("cudagate: " + finding_text(decision, ss[i], false));
+    out.push_back("cudagate: " + finding_text(decision, ss[i], true, false));
     if (with_fixes && !ss[i].fix.empty()) {
       out.push_back("cudagate: fix for " + lead(ss[i]) + ": " + ss[i].fix);
     }
@@ -375,9 +379,9 @@ Enforcement enforce(const Decision& decision, const Policy& policy,
     case EnforcementAction::patch: {
       const std::size_t excluded = decision.candidates - decision.compatible;
       e.pin_reason = "pinned to the " + std::to_string(decision.compatible) + " of " +
-                     plural(decision.candidates, "candidate node") + " that can run it; " +
-                     std::to_string(excluded) + " cannot";
-      if (!ss.empty()) e.pin_reason += ": " + finding_text(decision, ss.front(), false);
+                     plural(decision.candidates, "candidate node") +
+                     " that can run it; the other " + std::to_string(excluded) + " cannot";
+      if (!ss.empty()) e.pin_reason += ": " + finding_text(decision, ss.front(), false, false);
       e.warnings.push_back("cudagate: " + e.pin_reason);
       break;
     }
@@ -392,7 +396,7 @@ Enforcement enforce(const Decision& decision, const Policy& policy,
   for (const std::string_view rule : {kRuleCudaDriver, kRuleGpuArch, kRuleGpuFeature}) {
     std::vector<std::string> texts;
     for (const auto& s : ss) {
-      if (s.rule == rule) texts.push_back(finding_text(decision, s, true));
+      if (s.rule == rule) texts.push_back(finding_text(decision, s, true, true));
     }
     if (!texts.empty()) record(e, rule, joined(texts, "; "));
   }

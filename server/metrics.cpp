@@ -1,8 +1,8 @@
 #include "server/metrics.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <utility>
 
 namespace cudagate {
@@ -18,9 +18,12 @@ void append_number(std::string& out, double value) {
   } else if (value == std::floor(value) && std::fabs(value) < 1e15) {
     out += std::to_string(static_cast<long long>(value));
   } else {
+    // The shortest text that reads back as the same double: "0.1", not
+    // "0.10000000000000001".
     char buffer[32];
-    std::snprintf(buffer, sizeof buffer, "%.17g", value);
-    out += buffer;
+    const auto result =
+        std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::general);
+    out.append(buffer, result.ptr);
   }
 }
 

@@ -171,9 +171,13 @@ std::vector<NodeSelectorTerm> label_terms(const std::set<Signature>& signatures)
   return terms;
 }
 
+// The pin terms of `scheme` for the `compatible` nodes. With `sampled`, one
+// member per group stands for its group: nodes with equal GPU facts nearly
+// always carry equal fact labels, and the caller verifies the result, then
+// reads every node when the sample was not enough.
 Expected<std::vector<NodeSelectorTerm>> scheme_terms(Scheme scheme, const NodeSet& compatible,
                                                      const Inventory& inventory, const CompatDb& db,
-                                                     std::string& keys_used) {
+                                                     bool sampled, std::string& keys_used) {
   std::vector<NodeSelectorTerm> terms;
   if (scheme == Scheme::names) {
     if (compatible.count() > kMaxPinnedNodeNames) {
@@ -194,9 +198,15 @@ Expected<std::vector<NodeSelectorTerm>> scheme_terms(Scheme scheme, const NodeSe
   bool complete = true;
   Keys node_keys;
   Signature sig;
+  std::vector<bool> group_seen(sampled ? inventory.groups().size() : 0, false);
   compatible.for_each([&](std::size_t i) {
+    const std::size_t group = inventory.group_of(i);
+    if (sampled) {
+      if (group_seen[group]) return true;
+      group_seen[group] = true;
+    }
     const Node& node = inventory.node(i);
-    const GpuFacts& facts = inventory.groups()[inventory.group_of(i)].facts;
+    const GpuFacts& facts = inventory.groups()[group].facts;
     if (!scheme_keys(scheme, node, facts, db, node_keys)) {
       complete = false;
       return false;
@@ -400,35 +410,38 @@ Expected<Pin> pin_affinity(const json& object, const Workload& workload, const D
 
   std::string failures;
   for (const Scheme scheme : schemes_for(decision)) {
-    std::string keys_used;
-    auto terms = scheme_terms(scheme, wanted, inventory, db, keys_used);
-    if (!terms) {
-      if (scheme == Scheme::names) failures += terms.error().message;
-      continue;
-    }
-    if (terms->size() * existing_terms > kMaxPinnedTerms) {
-      if (scheme == Scheme::names) failures += "the pinned affinity would have too many terms";
-      continue;
-    }
-    json combined = combined_terms(existing, *terms);
-    // The check the contract asks for: the patched pod's candidates are
-    // exactly the compatible candidates of the original.
-    json pod = {{"apiVersion", "v1"},
-                {"kind", "Pod"},
-                {"metadata", {{"name", "pin-check"}}},
-                {"spec", patched_spec(*spec, combined)}};
-    auto patched = workload_from_json(pod, "pinned pod");
-    if (!patched) return patched.error();
-    if (!(inventory.candidates(patched->spec) == wanted)) continue;
+    for (const bool sampled : {true, false}) {
+      if (scheme == Scheme::names && sampled) continue;
+      std::string keys_used;
+      auto terms = scheme_terms(scheme, wanted, inventory, db, sampled, keys_used);
+      if (!terms) {
+        if (scheme == Scheme::names) failures += terms.error().message;
+        break;
+      }
+      if (terms->size() * existing_terms > kMaxPinnedTerms) {
+        if (scheme == Scheme::names) failures += "the pinned affinity would have too many terms";
+        break;
+      }
+      json combined = combined_terms(existing, *terms);
+      // The check the contract asks for: the patched pod's candidates are
+      // exactly the compatible candidates of the original.
+      json pod = {{"apiVersion", "v1"},
+                  {"kind", "Pod"},
+                  {"metadata", {{"name", "pin-check"}}},
+                  {"spec", patched_spec(*spec, combined)}};
+      auto patched = workload_from_json(pod, "pinned pod");
+      if (!patched) return patched.error();
+      if (!(inventory.candidates(patched->spec) == wanted)) continue;
 
-    Pin pin;
-    pin.nodes = wanted.count();
-    pin.scheme = std::move(keys_used);
-    pin.terms = std::move(*terms);
-    pin.patch = json::array();
-    pin.patch.push_back(affinity_op(*spec, base, std::move(combined)));
-    pin.patch.push_back(annotation_op(object, base, reason));
-    return pin;
+      Pin pin;
+      pin.nodes = wanted.count();
+      pin.scheme = std::move(keys_used);
+      pin.terms = std::move(*terms);
+      pin.patch = json::array();
+      pin.patch.push_back(affinity_op(*spec, base, std::move(combined)));
+      pin.patch.push_back(annotation_op(object, base, reason));
+      return pin;
+    }
   }
   return Error{
       "", "no driver, compute-capability or product labels set the " +

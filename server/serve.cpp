@@ -13,6 +13,7 @@
 #include <csignal>
 #include <cstddef>
 #include <cstdint>
+#include <ctime>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -137,6 +138,16 @@ std::string endpoint_text(const tcp::endpoint& endpoint) {
          std::to_string(endpoint.port());
 }
 
+// "2027-11-29T18:31:08Z"
+std::string utc_text(std::int64_t unix_seconds) {
+  const auto seconds = static_cast<std::time_t>(unix_seconds);
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buffer;
+}
+
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -189,7 +200,7 @@ void serve(const ServeOptions& options) {
   publish_inventory(*inventory, metrics);
   metrics.certificate_expiry(static_cast<double>(identity.not_after));
   spdlog::info("TLS certificate {} (serial {}) loaded from {}, valid until {}", identity.subject,
-               identity.serial, tls_files.cert, identity.not_after);
+               identity.serial, tls_files.cert, utc_text(identity.not_after));
   spdlog::info("inventory loaded from {}: {} nodes, {} with GPUs, {} with an unknown driver",
                cli::display_name(common.nodes), inventory->size(), inventory->gpu_nodes(),
                inventory->unknown_gpu_nodes());
@@ -249,7 +260,7 @@ void serve(const ServeOptions& options) {
     metrics.certificate_expiry(static_cast<double>(reloaded->not_after));
     metrics.reload("certificate", "success");
     spdlog::info("TLS certificate {} (serial {}) reloaded, valid until {}", reloaded->subject,
-                 reloaded->serial, reloaded->not_after);
+                 reloaded->serial, utc_text(reloaded->not_after));
   });
 
   net::steady_timer grace_timer(ioc);

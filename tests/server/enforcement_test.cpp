@@ -382,9 +382,9 @@ TEST(Enforce, PatchRecordsThePin) {
   const Enforcement e = enforce(partial_arch80(), Policy{}, {Mode::enforce, M, false});
   ASSERT_EQ(e.action, EnforcementAction::patch);
   EXPECT_EQ(e.pin_reason,
-            "pinned to the 4 of 8 candidate nodes that can run it; 4 cannot: container \"train\" "
-            "compiled for 8.0 (TORCH_CUDA_ARCH_LIST, env); 4 of 8 candidate nodes cannot run "
-            "it: no kernel image for compute capability 7.5 (Tesla-T4)");
+            "pinned to the 4 of 8 candidate nodes that can run it; the other 4 cannot: container "
+            "\"train\" compiled for 8.0 (TORCH_CUDA_ARCH_LIST, env); no kernel image for compute "
+            "capability 7.5 (Tesla-T4)");
   ASSERT_NE(annotation(e, kAuditPinned), nullptr);
   EXPECT_EQ(*annotation(e, kAuditPinned), e.pin_reason);
 }

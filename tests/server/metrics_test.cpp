@@ -50,10 +50,10 @@ TEST(MetricsRegistry, RendersTheTextFormat) {
          h.observe({"a"}, 5);
        },
        "# HELP x_duration_seconds Durations.\n# TYPE x_duration_seconds histogram\n"
-       "x_duration_seconds_bucket{e=\"a\",le=\"0.10000000000000001\"} 2\n"
+       "x_duration_seconds_bucket{e=\"a\",le=\"0.1\"} 2\n"
        "x_duration_seconds_bucket{e=\"a\",le=\"1.0\"} 2\n"
        "x_duration_seconds_bucket{e=\"a\",le=\"+Inf\"} 3\n"
-       "x_duration_seconds_sum{e=\"a\"} 5.1500000000000004\n"
+       "x_duration_seconds_sum{e=\"a\"} 5.15\n"
        "x_duration_seconds_count{e=\"a\"} 3\n"},
       {"unlabelled histogram without observations shows zeros",
        [](MetricsRegistry& r) { r.histogram("x_seconds", "S.", {}, {1}); },

@@ -394,6 +394,25 @@ TEST(PinAffinity, InValuesMergeAcrossGroups) {
       {"key": "cudagate.io/driver-version", "operator": "In", "values": ["550.54.15", "560.35.03"]}]}])"));
 }
 
+TEST(PinAffinity, EqualFactsFromDifferentLabelSchemes) {
+  // One group (equal GPU facts), two ways of labelling it: a sample of the
+  // group misses one, so every node is read.
+  const Inventory inventory = inventory_of(R"({"kind": "List", "apiVersion": "v1", "items": [
+    {"metadata": {"name": "full", "labels": {"nvidia.com/cuda.driver-version.full": "550.54.15",
+       "nvidia.com/gpu.compute.major": "8", "nvidia.com/gpu.compute.minor": "0"}},
+     "status": {"allocatable": {"nvidia.com/gpu": "1"}}},
+    {"metadata": {"name": "legacy", "labels": {"nvidia.com/cuda.driver.major": "550",
+       "nvidia.com/cuda.driver.minor": "54", "nvidia.com/cuda.driver.rev": "15",
+       "nvidia.com/gpu.compute.major": "8", "nvidia.com/gpu.compute.minor": "0"}},
+     "status": {"allocatable": {"nvidia.com/gpu": "1"}}},
+    {"metadata": {"name": "old", "labels": {"nvidia.com/cuda.driver-version.full": "535.129.03",
+       "nvidia.com/gpu.compute.major": "8", "nvidia.com/gpu.compute.minor": "0"}},
+     "status": {"allocatable": {"nvidia.com/gpu": "1"}}}]})");
+  ASSERT_EQ(inventory.group_of(0), inventory.group_of(1));
+  const json patched = pin_and_verify(cuda124_pod(), inventory, {"full", "legacy"});
+  EXPECT_EQ(required_terms(patched).size(), 2U);
+}
+
 // Nodes with equal driver, compute capability and product labels whose
 // reported CUDA differs: no label sets them apart, so they are named.
 std::string twin_nodes(int compatible) {

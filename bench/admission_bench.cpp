@@ -1,0 +1,146 @@
+// The admission path, piece by piece and whole, on gen.py's request bodies
+// (bench/data) against gen.py's kind of fleet (fleet.h):
+//   decode     the AdmissionReview body -> request fields and the workload
+//   evaluate   covered by decision_bench.cpp
+//   patch      /mutate of a partial pod: the pin and its JSON Patch
+//   encode     the response review, serialised
+//   handle     handle_admission(), everything an HTTP request pays for
+//              besides TLS and HTTP.
+// The 13 KB gpu-pod body is what the load comparison (bench/compare.sh) sends.
+
+#include <benchmark/benchmark.h>
+
+#include <string>
+#include <string_view>
+
+#include "bench/fleet.h"
+#include "policy/evaluate.h"
+#include "policy/pod.h"
+#include "server/admission.h"
+#include "server/admission_response.h"
+#include "server/admission_review.h"
+#include "server/pin_affinity.h"
+
+namespace cudagate::bench {
+namespace {
+
+// gpu-pod asking for CUDA 12.8: of its candidate A100/H100 nodes only the
+// R570 ones qualify, so the decision is partial and /mutate pins it.
+const std::string& partial_body() {
+  static const std::string text = [] {
+    std::string b = body("gpu-pod");
+    const std::string from = R"("CUDA_VERSION","value":"12.4.1")";
+    const auto at = b.find(from);
+    if (at == std::string::npos) std::abort();
+    b.replace(at, from.size(), R"("CUDA_VERSION","value":"12.8.0")");
+    return b;
+  }();
+  return text;
+}
+
+void BM_DecodeReview(benchmark::State& state, const std::string& name) {
+  const std::string& text = body(name);
+  for (auto _ : state) {
+    auto request = decode_admission_review(text);
+    if (!request) {
+      state.SkipWithError(request.error().str().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(request);
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * text.size()));
+}
+BENCHMARK_CAPTURE(BM_DecodeReview, gpu_pod, std::string("gpu-pod"))
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_DecodeReview, gpu_pod_nomf, std::string("gpu-pod-nomf"))
+    ->Unit(benchmark::kMicrosecond);
+
+// The decoded object -> workload facts.
+void BM_WorkloadFromJson(benchmark::State& state) {
+  auto request = decode_admission_review(body("gpu-pod"));
+  if (!request) std::abort();
+  for (auto _ : state) {
+    auto workload = workload_from_json(request->object, "Pod");
+    if (!workload) {
+      state.SkipWithError(workload.error().str().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(workload);
+  }
+}
+BENCHMARK(BM_WorkloadFromJson)->Unit(benchmark::kMicrosecond);
+
+void BM_PinAffinity(benchmark::State& state) {
+  const Inventory& inv = inventory(static_cast<int>(state.range(0)));
+  auto request = decode_admission_review(partial_body());
+  if (!request) std::abort();
+  auto workload = workload_from_json(request->object, "Pod");
+  if (!workload) std::abort();
+  const Policy policy;
+  auto decision = evaluate(*workload, inv, policy, db(), {});
+  if (!decision || decision->verdict != Verdict::partial) {
+    state.SkipWithError("the pod is not partial on this fleet");
+    return;
+  }
+  for (auto _ : state) {
+    auto pin = pin_affinity(request->object, *workload, *decision, inv, db(), "bench");
+    if (!pin) {
+      state.SkipWithError(pin.error().str().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(pin);
+  }
+  state.counters["nodes"] = static_cast<double>(inv.size());
+}
+BENCHMARK(BM_PinAffinity)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond);
+
+void BM_EncodeResponse(benchmark::State& state) {
+  for (auto _ : state) {
+    AdmissionResponse response = AdmissionResponse::allowed();
+    response.with_audit_annotation("verdict", "pass");
+    response.with_audit_annotation("mode", "enforce");
+    response.with_audit_annotation("decision", "allow");
+    const std::string text =
+        response.complete(ReviewVersion::v1, "705ab4f5-6393-11e8-b7cc-42010a800002",
+                          Endpoint::validate)
+            .dump();
+    benchmark::DoNotOptimize(text);
+  }
+}
+BENCHMARK(BM_EncodeResponse)->Unit(benchmark::kMicrosecond);
+
+void BM_HandleAdmission(benchmark::State& state, Endpoint endpoint, const std::string* text) {
+  const Inventory& inv = inventory(static_cast<int>(state.range(0)));
+  const Policy policy;
+  const AdmissionContext context{db(), policy, inv};
+  std::string decision;
+  for (auto _ : state) {
+    AdmissionOutcome outcome = handle_admission(endpoint, "", *text, context);
+    if (outcome.http_status != 200) {
+      state.SkipWithError(outcome.body.c_str());
+      return;
+    }
+    decision = outcome.decision;
+    benchmark::DoNotOptimize(outcome);
+  }
+  state.SetLabel(decision);
+  state.counters["nodes"] = static_cast<double>(inv.size());
+}
+BENCHMARK_CAPTURE(BM_HandleAdmission, validate_gpu_pod, Endpoint::validate, &body("gpu-pod"))
+    ->Arg(1000)
+    ->Arg(10000)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_HandleAdmission, validate_gpu_pod_deny, Endpoint::validate,
+                  &body("gpu-pod-deny"))
+    ->Arg(1000)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_HandleAdmission, validate_cpu_pod, Endpoint::validate, &body("cpu-pod"))
+    ->Arg(1000)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_HandleAdmission, mutate_partial_pod, Endpoint::mutate, &partial_body())
+    ->Arg(1000)
+    ->Arg(10000)
+    ->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace cudagate::bench
