@@ -5,7 +5,7 @@ target_compile_features(cudagate_options INTERFACE cxx_std_20)
 set_target_properties(cudagate_options PROPERTIES INTERFACE_CXX_EXTENSIONS OFF)
 target_compile_options(cudagate_options INTERFACE
   -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wcast-align
-  -Wunused -Woverloaded-virtual -Wnull-dereference -Wimplicit-fallthrough
+  -Wunused -Woverloaded-virtual -Wimplicit-fallthrough
   -Werror)
 target_include_directories(cudagate_options INTERFACE ${PROJECT_SOURCE_DIR})
 

@@ -32,8 +32,12 @@ constexpr int kMaxDepth = 512;
 std::string place(std::string_view source, int line, int column = 0) {
   std::string out(source);
   if (line > 0) {
-    out += (out.empty() ? "line " : ":") + std::to_string(line);
-    if (column > 0) out += ":" + std::to_string(column);
+    out += out.empty() ? "line " : ":";
+    out += std::to_string(line);
+    if (column > 0) {
+      out += ':';
+      out += std::to_string(column);
+    }
   }
   return out;
 }
