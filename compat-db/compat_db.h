@@ -40,8 +40,8 @@ struct MinorVersionCompat {
 
 // A driver branch and the CUDA version its driver reports (nvidia-smi).
 struct DriverBranch {
-  int branch = 0;    // 535
-  CudaVersion cuda;  // 12.2
+  int branch = 0;           // 535
+  CudaVersion cuda;         // 12.2
   std::string designation;  // "LTSB", "PB", "NFB", "" when unknown
   std::string source;
 };
@@ -57,13 +57,13 @@ struct CudaTargets {
 
 // A GPU product.
 struct Product {
-  std::string name;                     // short name: "T4", "A100", "H100"
-  std::vector<std::string> aliases;     // other short names, matched case-insensitively
-  std::vector<std::string> gfd_names;   // exact nvidia.com/gpu.product values: "Tesla-T4"
+  std::string name;                       // short name: "T4", "A100", "H100"
+  std::vector<std::string> aliases;       // other short names, matched case-insensitively
+  std::vector<std::string> gfd_names;     // exact nvidia.com/gpu.product values: "Tesla-T4"
   std::vector<std::string> gfd_prefixes;  // value prefixes: "NVIDIA-A100-" (MIG, memory variants)
   ComputeCapability cc;
   std::string family;  // GFD nvidia.com/gpu.family value: "turing", "ampere"
-  std::string brand;   // NVML brand, lower-case, as NVIDIA_REQUIRE_* brand= sees it; "" when unknown
+  std::string brand;  // NVML brand, lower-case, as NVIDIA_REQUIRE_* brand= sees it; "" when unknown
   bool datacenter = false;  // forward compatibility (cuda-compat) works on it
   std::string source;
 };
@@ -85,16 +85,16 @@ struct NamedArchitecture {
 
 // nvidia/cuda base images: what one CUDA_VERSION's image declares.
 struct CudaImage {
-  std::string cuda_version;     // CUDA_VERSION as set in the image: "12.8.1"
-  std::string require_cuda;     // NVIDIA_REQUIRE_CUDA of the amd64 image, in full
+  std::string cuda_version;  // CUDA_VERSION as set in the image: "12.8.1"
+  std::string require_cuda;  // NVIDIA_REQUIRE_CUDA of the amd64 image, in full
   std::string source;
 };
 
 // An NGC framework container release (nvcr.io/nvidia/pytorch:YY.MM-py3 and siblings).
 struct NgcRelease {
-  std::string release;       // "24.01"
-  std::string cuda_version;  // "12.3.2"
-  std::optional<DriverVersion> min_driver;  // as the release notes print it
+  std::string release;                        // "24.01"
+  std::string cuda_version;                   // "12.3.2"
+  std::optional<DriverVersion> min_driver;    // as the release notes print it
   std::vector<DriverVersion> forward_compat;  // "470.57" = 470.57 or later within R470
   std::optional<ComputeCapability> min_cc;
   std::string source;
@@ -111,7 +111,7 @@ struct ImageRule {
 };
 
 struct CompatDb {
-  std::string revision;  // content revision, printed by `cudagate version`
+  std::string revision;                    // content revision, printed by `cudagate version`
   std::vector<CudaRelease> cuda_releases;  // sorted by version
   std::vector<MinorVersionCompat> minor_version_compat;
   std::vector<DriverBranch> driver_branches;  // sorted by branch

@@ -4,11 +4,10 @@
 // equal GPU facts the outcome and the findings, each with a fix.
 
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "policy/node.h"
 #include "policy/pod.h"
@@ -50,8 +49,8 @@ struct ContainerDecision {
 };
 
 struct GroupDecision {
-  std::size_t group = 0;  // index into Inventory::groups()
-  std::size_t count = 0;  // candidate members of the group
+  std::size_t group = 0;           // index into Inventory::groups()
+  std::size_t count = 0;           // candidate members of the group
   std::vector<std::string> nodes;  // at most kMaxGroupNodeNames names
   GpuFacts facts;
   Outcome outcome = Outcome::compatible;
@@ -68,8 +67,8 @@ struct Decision {
   std::size_t candidates = 0;
   std::size_t compatible = 0;
   std::vector<GroupDecision> groups;  // incompatible and unknown first, then compatible
-  bool unknown_image = false;  // a GPU container has neither cuda, archs nor require
-  bool unknown_node = false;   // a candidate GPU node's driver is unknown
+  bool unknown_image = false;         // a GPU container has neither cuda, archs nor require
+  bool unknown_node = false;          // a candidate GPU node's driver is unknown
 };
 
 // The JSON decision record: {"apiVersion": "cudagate.io/v1alpha1", "kind": "Decision", ...}.

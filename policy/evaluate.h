@@ -9,8 +9,8 @@
 #include "policy/decision.h"
 #include "policy/inventory.h"
 #include "policy/metadata.h"
-#include "policy/policy.h"
 #include "policy/pod.h"
+#include "policy/policy.h"
 
 namespace cudagate {
 

@@ -85,9 +85,8 @@ struct ContainerMetadata {
 // com.nvidia.cuda.version, because a tag says which CUDA the image was built
 // with, not which variables it sets (so no implicit cuda>= requirement).
 Expected<ContainerMetadata> resolve_metadata(const Workload& workload,
-                                             const ContainerSpec& container,
-                                             const Policy& policy, const CompatDb& db,
-                                             const RegistryFacts* registry,
+                                             const ContainerSpec& container, const Policy& policy,
+                                             const CompatDb& db, const RegistryFacts* registry,
                                              const FlagValues* flags);
 
 }  // namespace cudagate

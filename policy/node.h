@@ -5,13 +5,12 @@
 // through compat-db.
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "compat-db/compat_db.h"
 #include "policy/expected.h"

@@ -17,9 +17,7 @@ class NodeSet {
   explicit NodeSet(std::size_t universe, bool full = false);
 
   [[nodiscard]] std::size_t universe() const { return universe_; }
-  [[nodiscard]] bool contains(std::size_t i) const {
-    return (words_[i / 64] >> (i % 64)) & 1U;
-  }
+  [[nodiscard]] bool contains(std::size_t i) const { return (words_[i / 64] >> (i % 64)) & 1U; }
   void insert(std::size_t i) { words_[i / 64] |= std::uint64_t{1} << (i % 64); }
   void erase(std::size_t i) { words_[i / 64] &= ~(std::uint64_t{1} << (i % 64)); }
 

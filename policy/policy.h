@@ -73,8 +73,7 @@ struct Policy {
 // YAML or JSON. `source` names the file in errors. Catalog archList and
 // cudaVersion values are checked here, so a bad catalog never reaches a
 // decision.
-Expected<Policy> parse_policy(std::string_view text, std::string_view source,
-                              const CompatDb& db);
+Expected<Policy> parse_policy(std::string_view text, std::string_view source, const CompatDb& db);
 
 [[nodiscard]] std::string_view to_string(Mode mode);
 // "enforce", "warn", "dryrun"; nullopt for anything else.

@@ -20,8 +20,7 @@ struct RuleResult {
 };
 
 [[nodiscard]] RuleResult check_container(std::string_view container,
-                                         const ContainerMetadata& metadata,
-                                         const GpuFacts& node, const Policy& policy,
-                                         const CompatDb& db);
+                                         const ContainerMetadata& metadata, const GpuFacts& node,
+                                         const Policy& policy, const CompatDb& db);
 
 }  // namespace cudagate

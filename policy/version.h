@@ -28,7 +28,7 @@ class CudaVersion {
   [[nodiscard]] int major() const { return major_; }
   [[nodiscard]] int minor() const { return minor_; }
   [[nodiscard]] int update() const { return update_; }  // -1 when not given
-  [[nodiscard]] std::string str() const;                 // "12.4"
+  [[nodiscard]] std::string str() const;                // "12.4"
 
   friend constexpr bool operator==(const CudaVersion& a, const CudaVersion& b) {
     return a.major_ == b.major_ && a.minor_ == b.minor_;
