@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Runs every cudagate test: installs the dependencies, builds twice (release,
-# and Debug with AddressSanitizer + UBSan) and runs the whole ctest suite in
-# both, then builds the libFuzzer targets with clang and fuzzes each parser
-# for a bounded time. Exits non-zero on the first failure.
+# Runs every cudagate test: installs the dependencies, checks the formatting,
+# builds twice (release, and Debug with AddressSanitizer + UBSan) and runs the
+# whole ctest suite in both, then builds the libFuzzer targets with clang and
+# fuzzes each parser for a bounded time. Exits non-zero on the first failure.
 #
 #   scripts/test.sh                 everything
 #   scripts/test.sh release         one configuration (release | dev | fuzz)
@@ -10,6 +10,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
+
+echo "==> format: clang-format --dry-run"
+git ls-files '*.cpp' '*.h' '*.cu' | xargs clang-format --dry-run -Werror
 
 jobs=$(nproc)
 configs=("$@")
