@@ -2,7 +2,9 @@
 // known value that the host checks.
 #include <cstdio>
 
-__global__ void mark(int* out) { *out = 42; }
+__global__ void mark(int* out) {
+  *out = 42;
+}
 
 int main() {
   int* d = nullptr;
