@@ -24,15 +24,21 @@
 namespace cudagate::bench {
 namespace {
 
-// gpu-pod asking for CUDA 12.8: of its candidate A100/H100 nodes only the
-// R570 ones qualify, so the decision is partial and /mutate pins it.
+// gpu-pod asking for CUDA 12.8 from an image cudagate knows nothing else
+// about: of its candidate A100 nodes only the R570 ones qualify, so the
+// decision is partial and /mutate pins it.
 const std::string& partial_body() {
   static const std::string text = [] {
     std::string b = body("gpu-pod");
-    const std::string from = R"("CUDA_VERSION","value":"12.4.1")";
-    const auto at = b.find(from);
-    if (at == std::string::npos) std::abort();
-    b.replace(at, from.size(), R"("CUDA_VERSION","value":"12.8.0")");
+    auto replace = [&b](std::string_view from, std::string_view to) {
+      const auto at = b.find(from);
+      if (at == std::string::npos) std::abort();
+      b.replace(at, from.size(), to);
+    };
+    replace(R"("CUDA_VERSION","value":"12.4.1")", R"("CUDA_VERSION","value":"12.8.0")");
+    // An image without catalog facts: no forward compatibility to lean on.
+    replace(R"("image":"nvcr.io/nvidia/pytorch:24.05-py3")",
+            R"("image":"registry.example.com/ml/train:v1")");
     return b;
   }();
   return text;
@@ -50,8 +56,7 @@ void BM_DecodeReview(benchmark::State& state, const std::string& name) {
   }
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * text.size()));
 }
-BENCHMARK_CAPTURE(BM_DecodeReview, gpu_pod, std::string("gpu-pod"))
-    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_DecodeReview, gpu_pod, std::string("gpu-pod"))->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_DecodeReview, gpu_pod_nomf, std::string("gpu-pod-nomf"))
     ->Unit(benchmark::kMicrosecond);
 
@@ -101,8 +106,8 @@ void BM_EncodeResponse(benchmark::State& state) {
     response.with_audit_annotation("mode", "enforce");
     response.with_audit_annotation("decision", "allow");
     const std::string text =
-        response.complete(ReviewVersion::v1, "705ab4f5-6393-11e8-b7cc-42010a800002",
-                          Endpoint::validate)
+        response
+            .complete(ReviewVersion::v1, "705ab4f5-6393-11e8-b7cc-42010a800002", Endpoint::validate)
             .dump();
     benchmark::DoNotOptimize(text);
   }

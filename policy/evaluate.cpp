@@ -109,7 +109,8 @@ Expected<Decision> evaluate(const Workload& workload, const Inventory& inventory
   std::vector<ContainerMetadata> metadata;
   metadata.reserve(gpus.size());
   for (const ContainerSpec* c : gpus) {
-    auto md = resolve_metadata(workload, *c, policy, db, inputs.registry, inputs.flags);
+    auto md =
+        resolve_metadata(workload, *c, policy, db, inputs.registry, inputs.flags, inputs.memo);
     if (!md) return md.error();
     if (!has_image_facts(*md)) d.unknown_image = true;
     metadata.push_back(std::move(*md));
@@ -123,7 +124,10 @@ Expected<Decision> evaluate(const Workload& workload, const Inventory& inventory
     }
   }
 
-  const NodeSet candidates = inventory.candidates(workload.spec);
+  CandidateScratch local;
+  CandidateScratch& scratch = inputs.scratch != nullptr ? *inputs.scratch : local;
+  // Candidates as slots: each group's members are one range of them.
+  const NodeSet& candidates = inventory.candidate_slots(workload.spec, scratch);
   d.candidates = candidates.count();
   if (d.candidates == 0) {
     d.verdict = Verdict::no_candidates;
@@ -150,7 +154,8 @@ Expected<Decision> evaluate(const Workload& workload, const Inventory& inventory
   const std::vector<NodeGroup>& groups = inventory.groups();
   for (std::size_t g = 0; g < groups.size(); ++g) {
     const NodeGroup& group = groups[g];
-    const std::size_t count = group.members.count_and(candidates);
+    const auto [begin, end] = inventory.group_slots(g);
+    const std::size_t count = candidates.count_range(begin, end);
     if (count == 0) continue;
     Judged j{g, count, Outcome::compatible, {}};
     for (std::size_t k = 0; k < gpus.size(); ++k) {
@@ -190,8 +195,9 @@ Expected<Decision> evaluate(const Workload& workload, const Inventory& inventory
     gd.outcome = j.outcome;
     gd.findings = std::move(j.findings);
     gd.nodes.reserve(std::min(j.count, kMaxGroupNodeNames));
-    groups[j.group].members.for_each_common(candidates, [&](std::size_t i) {
-      gd.nodes.push_back(inventory.node(i).name);
+    const auto [begin, end] = inventory.group_slots(j.group);
+    candidates.for_each_in_range(begin, end, [&](std::size_t slot) {
+      gd.nodes.push_back(inventory.node_name(inventory.node_at_slot(slot)));
       return gd.nodes.size() < kMaxGroupNodeNames;
     });
   }

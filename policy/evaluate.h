@@ -17,6 +17,11 @@ namespace cudagate {
 struct EvaluationInputs {
   const RegistryFacts* registry = nullptr;  // may be null: no registry results
   const FlagValues* flags = nullptr;        // may be null
+  // May be null; a caller that passes one per thread decides without
+  // allocating storage proportional to the fleet.
+  CandidateScratch* scratch = nullptr;
+  // May be null; kept by the caller between decisions (see MetadataMemo).
+  MetadataMemo* memo = nullptr;
 };
 
 // The GPU containers of `workload` (SPEC 2.1), init containers included.

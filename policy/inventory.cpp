@@ -124,71 +124,222 @@ void Inventory::Members::add_to(NodeSet& set) const {
   }
 }
 
-void Inventory::Members::intersect(NodeSet& set) const {
+void Inventory::Members::intersect(NodeSet& set, NodeSet& kept) const {
   if (is_dense) {
     set &= dense;
     return;
   }
-  NodeSet kept(set.universe());
+  kept.assign(set.universe());
   for (const std::uint32_t i : sparse) {
     if (set.contains(i)) kept.insert(i);
   }
-  set = std::move(kept);
+  std::swap(set, kept);
 }
 
-Inventory Inventory::build(std::vector<Node> nodes, const CompatDb& db) {
+struct InventoryBuilder::State {
+  explicit State(const CompatDb& compat) : db(compat) {}
+
+  // The id of `text` in inv.strings_, added when new.
+  std::uint32_t intern(std::string_view text) {
+    const auto it = ids.find(text);
+    if (it != ids.end()) return it->second;
+    const auto id = static_cast<std::uint32_t>(inv.strings_.size());
+    inv.strings_.emplace_back(text);
+    ids.emplace(std::string_view(inv.strings_.back()), id);
+    return id;
+  }
+  std::string_view view(std::uint32_t id) const { return inv.strings_[id]; }
+
+  // The nodes of a fleet carry mostly the same label keys, and many the
+  // same values: a key is first looked for among the previous node's keys
+  // (both lists sorted, so one forward walk), a value compared with the
+  // last value of its key, before the strings are hashed.
+  std::uint32_t intern_key(std::string_view key) {
+    while (key_cursor < previous_keys.size() && view(previous_keys[key_cursor]) < key) {
+      ++key_cursor;
+    }
+    if (key_cursor < previous_keys.size() && view(previous_keys[key_cursor]) == key) {
+      return previous_keys[key_cursor];
+    }
+    return intern(key);
+  }
+  std::uint32_t intern_value(std::uint32_t key, std::string_view value) {
+    if (key >= last_value.size()) last_value.resize(key + 1, kNone);
+    const std::uint32_t cached = last_value[key];
+    if (cached != kNone && view(cached) == value) return cached;
+    return last_value[key] = intern(value);
+  }
+  static constexpr std::uint32_t kNone = static_cast<std::uint32_t>(-1);
+  std::vector<std::uint32_t> previous_keys;
+  std::vector<std::uint32_t> current_keys;
+  std::size_t key_cursor = 0;
+  std::vector<std::uint32_t> last_value;  // by key id
+
+  const CompatDb& db;
   Inventory inv;
-  inv.nodes_ = std::move(nodes);
-  const std::size_t n = inv.nodes_.size();
-  inv.group_of_.reserve(n);
-
+  std::unordered_map<std::string_view, std::uint32_t, Inventory::StringHash, std::equal_to<>> ids;
   std::unordered_map<std::string, std::size_t> group_by_key;
-  std::unordered_map<std::string, std::size_t> taint_index;
+  std::unordered_map<std::string, std::uint32_t> taint_kind_by_key;
+  // Per indexed (NoSchedule/NoExecute) taint kind: its entry in inv.taints_.
+  std::unordered_map<std::uint32_t, std::size_t> indexed_taint;
+  std::vector<std::vector<std::uint32_t>> taint_nodes;
+  struct LabelMembers {
+    Inventory::Members* has_key = nullptr;
+    Inventory::Members* by_value = nullptr;
+  };
+  std::unordered_map<std::uint64_t, LabelMembers> members_of;  // (key id, value id)
+  Inventory::ViewMap<std::map<std::int64_t, std::vector<std::uint32_t>>> resource_nodes;
+};
+
+InventoryBuilder::InventoryBuilder(const CompatDb& db) : state_(std::make_unique<State>(db)) {
+  state_->inv.label_begin_.push_back(0);
+  state_->inv.taint_begin_.push_back(0);
+  state_->inv.resource_begin_.push_back(0);
+}
+
+InventoryBuilder::~InventoryBuilder() = default;
+
+std::size_t InventoryBuilder::size() const {
+  return state_->inv.node_name_.size();
+}
+
+void InventoryBuilder::add(const Node& node) {
+  State& st = *state_;
+  Inventory& inv = st.inv;
+  const auto i = static_cast<std::uint32_t>(inv.node_name_.size());
+
+  GpuFacts facts = derive_gpu_facts(node, st.db);
+  if (facts.has_gpu) {
+    ++inv.gpu_nodes_;
+    if (!facts.driver) ++inv.unknown_gpu_nodes_;
+  }
+  const auto [group, added] = st.group_by_key.try_emplace(facts_key(facts), inv.groups_.size());
+  if (added) inv.groups_.push_back(NodeGroup{std::move(facts), NodeSet()});
+  inv.group_of_.push_back(static_cast<std::uint32_t>(group->second));
+
+  const std::uint32_t name = st.intern(node.name);
+  inv.node_name_.push_back(name);
+  inv.by_name_.try_emplace(st.view(name), i);
+
+  const std::size_t first_label = inv.node_labels_.size();
+  bool sorted = true;
+  st.key_cursor = 0;
+  st.current_keys.clear();
+  for (std::size_t position = 0; position < node.labels.size(); ++position) {
+    const auto& [key, value] = node.labels[position];
+    if (position > 0 && !(node.labels[position - 1].first < key)) sorted = false;
+    const std::uint32_t k = sorted ? st.intern_key(key) : st.intern(key);
+    const std::uint32_t v = st.intern_value(k, value);
+    st.current_keys.push_back(k);
+    inv.node_labels_.emplace_back(k, v);
+    // Nodes repeat the same keys and values: the index entries are found
+    // by their string ids, without hashing the strings again.
+    auto& members = st.members_of[(std::uint64_t{k} << 32U) | v];
+    if (members.has_key == nullptr) {
+      Inventory::LabelIndex& label = inv.labels_[st.view(k)];
+      members.has_key = &label.has_key;
+      members.by_value = &label.by_value[st.view(v)];
+    }
+    members.has_key->sparse.push_back(i);
+    members.by_value->sparse.push_back(i);
+  }
+  if (sorted) {
+    std::swap(st.previous_keys, st.current_keys);
+  } else {
+    // Sorted by key, for node_label()'s binary search, whatever the caller did.
+    const auto first = inv.node_labels_.begin() + static_cast<std::ptrdiff_t>(first_label);
+    std::sort(first, inv.node_labels_.end(),
+              [&st](const auto& a, const auto& b) { return st.view(a.first) < st.view(b.first); });
+    st.previous_keys.clear();
+  }
+  inv.label_begin_.push_back(static_cast<std::uint32_t>(inv.node_labels_.size()));
+
+  auto taint_kind = [&](const Taint& taint) {
+    const auto [it, fresh] = st.taint_kind_by_key.try_emplace(
+        taint_key(taint), static_cast<std::uint32_t>(inv.taint_kinds_.size()));
+    if (fresh) inv.taint_kinds_.push_back(taint);
+    return it->second;
+  };
+  auto index_taint = [&](std::uint32_t kind) {
+    const Taint& taint = inv.taint_kinds_[kind];
+    if (taint.effect != "NoSchedule" && taint.effect != "NoExecute") return;
+    const auto [it, fresh] = st.indexed_taint.try_emplace(kind, inv.taints_.size());
+    if (fresh) {
+      inv.taints_.emplace_back(taint, NodeSet());
+      st.taint_nodes.emplace_back();
+    }
+    auto& nodes = st.taint_nodes[it->second];
+    if (nodes.empty() || nodes.back() != i) nodes.push_back(i);
+  };
+  for (const Taint& taint : node.taints) {
+    const std::uint32_t kind = taint_kind(taint);
+    inv.node_taints_.push_back(kind);
+    index_taint(kind);
+  }
+  inv.taint_begin_.push_back(static_cast<std::uint32_t>(inv.node_taints_.size()));
+  if (node.unschedulable) {
+    index_taint(taint_kind(Taint{"node.kubernetes.io/unschedulable", "", "NoSchedule"}));
+  }
+  inv.unschedulable_.push_back(node.unschedulable);
+
+  for (const auto& [resource, amount] : node.allocatable) {
+    const std::uint32_t r = st.intern(resource);
+    inv.node_resources_.emplace_back(r, amount);
+    st.resource_nodes[st.view(r)][amount].push_back(i);
+  }
+  inv.resource_begin_.push_back(static_cast<std::uint32_t>(inv.node_resources_.size()));
+}
+
+Inventory InventoryBuilder::finish() {
+  State& st = *state_;
+  Inventory& inv = st.inv;
+  const std::size_t n = inv.node_name_.size();
+
+  for (NodeGroup& g : inv.groups_) g.members = NodeSet(n);
+  for (std::size_t i = 0; i < n; ++i) inv.groups_[inv.group_of_[i]].members.insert(i);
+
+  // Slots: each group's nodes contiguous, in file order within the group.
+  inv.group_begin_.assign(inv.groups_.size() + 1, 0);
+  for (const std::uint32_t g : inv.group_of_) ++inv.group_begin_[g + 1];
+  for (std::size_t g = 0; g < inv.groups_.size(); ++g) {
+    inv.group_begin_[g + 1] += inv.group_begin_[g];
+  }
+  inv.slot_of_node_.resize(n);
+  inv.node_at_slot_.resize(n);
+  std::vector<std::size_t> next(inv.group_begin_.begin(), inv.group_begin_.end() - 1);
   for (std::size_t i = 0; i < n; ++i) {
-    const Node& node = inv.nodes_[i];
-    GpuFacts facts = derive_gpu_facts(node, db);
-    if (facts.has_gpu) {
-      ++inv.gpu_nodes_;
-      if (!facts.driver) ++inv.unknown_gpu_nodes_;
-    }
-    const auto [it, added] = group_by_key.try_emplace(facts_key(facts), inv.groups_.size());
-    if (added) inv.groups_.push_back(NodeGroup{std::move(facts), NodeSet(n)});
-    inv.groups_[it->second].members.insert(i);
-    inv.group_of_.push_back(it->second);
+    const auto slot = static_cast<std::uint32_t>(next[inv.group_of_[i]]++);
+    inv.slot_of_node_[i] = slot;
+    inv.node_at_slot_[slot] = static_cast<std::uint32_t>(i);
+  }
+  auto to_slots = [&inv](std::vector<std::uint32_t>& nodes) {
+    for (std::uint32_t& i : nodes) i = inv.slot_of_node_[i];
+    std::sort(nodes.begin(), nodes.end());
+  };
+  auto to_set = [&](const std::vector<std::uint32_t>& nodes) {
+    NodeSet set(n);
+    for (const std::uint32_t i : nodes) set.insert(inv.slot_of_node_[i]);
+    return set;
+  };
 
-    inv.by_name_.try_emplace(node.name, i);
-
-    const auto index = static_cast<std::uint32_t>(i);
-    for (const auto& [key, value] : node.labels) {
-      LabelIndex& label = inv.labels_[key];
-      label.has_key.sparse.push_back(index);
-      label.by_value[value].sparse.push_back(index);
-    }
-
-    auto add_taint = [&](const Taint& taint) {
-      if (taint.effect != "NoSchedule" && taint.effect != "NoExecute") return;
-      const auto [t, fresh] = taint_index.try_emplace(taint_key(taint), inv.taints_.size());
-      if (fresh) inv.taints_.emplace_back(taint, NodeSet(n));
-      inv.taints_[t->second].second.insert(i);
-    };
-    for (const Taint& taint : node.taints) add_taint(taint);
-    if (node.unschedulable) add_taint(Taint{"node.kubernetes.io/unschedulable", "", "NoSchedule"});
-
-    for (const auto& [resource, amount] : node.allocatable) {
-      auto& by_amount = inv.resources_[resource];
-      auto [a, fresh] = by_amount.try_emplace(amount, NodeSet(n));
-      a->second.insert(i);
-    }
+  for (auto& [name, i] : inv.by_name_) i = inv.slot_of_node_[i];
+  for (std::size_t t = 0; t < inv.taints_.size(); ++t) {
+    inv.taints_[t].second = to_set(st.taint_nodes[t]);
+  }
+  for (auto& [resource, by_amount] : st.resource_nodes) {
+    auto& sets = inv.resources_[resource];
+    for (auto& [amount, nodes] : by_amount) sets.emplace(amount, to_set(nodes));
   }
 
   // A bitset costs n/8 bytes, an index list 4 bytes a member.
-  auto settle = [n](Members& m) {
+  auto settle = [&](Inventory::Members& m) {
     if (m.sparse.size() * 32 > n) {
       m.dense = NodeSet(n);
-      for (const std::uint32_t i : m.sparse) m.dense.insert(i);
+      for (const std::uint32_t i : m.sparse) m.dense.insert(inv.slot_of_node_[i]);
       m.is_dense = true;
       m.sparse = {};
     } else {
+      to_slots(m.sparse);
       m.sparse.shrink_to_fit();
     }
   };
@@ -196,7 +347,54 @@ Inventory Inventory::build(std::vector<Node> nodes, const CompatDb& db) {
     settle(label.has_key);
     for (auto& [value, members] : label.by_value) settle(members);
   }
-  return inv;
+  inv.node_labels_.shrink_to_fit();
+  inv.node_taints_.shrink_to_fit();
+  inv.node_resources_.shrink_to_fit();
+  Inventory out = std::move(inv);
+  st.ids.clear();
+  st.members_of.clear();
+  return out;
+}
+
+Inventory Inventory::build(std::vector<Node> nodes, const CompatDb& db) {
+  InventoryBuilder builder(db);
+  for (const Node& node : nodes) builder.add(node);
+  return builder.finish();
+}
+
+Node Inventory::node(std::size_t i) const {
+  Node out;
+  out.name = strings_[node_name_[i]];
+  for (std::uint32_t l = label_begin_[i]; l < label_begin_[i + 1]; ++l) {
+    out.labels.emplace_back(strings_[node_labels_[l].first], strings_[node_labels_[l].second]);
+  }
+  for (std::uint32_t t = taint_begin_[i]; t < taint_begin_[i + 1]; ++t) {
+    out.taints.push_back(taint_kinds_[node_taints_[t]]);
+  }
+  out.unschedulable = unschedulable_[i];
+  for (std::uint32_t r = resource_begin_[i]; r < resource_begin_[i + 1]; ++r) {
+    out.allocatable.emplace_back(strings_[node_resources_[r].first], node_resources_[r].second);
+  }
+  return out;
+}
+
+const std::string* Inventory::node_label(std::size_t i, std::string_view key) const {
+  const auto first = node_labels_.begin() + label_begin_[i];
+  const auto last = node_labels_.begin() + label_begin_[i + 1];
+  const auto it = std::lower_bound(first, last, key, [this](const auto& label, std::string_view k) {
+    return std::string_view(strings_[label.first]) < k;
+  });
+  if (it == last || strings_[it->first] != key) return nullptr;
+  return &strings_[it->second];
+}
+
+NodeSet Inventory::to_nodes(const NodeSet& slots) const {
+  NodeSet out(size());
+  slots.for_each([&](std::size_t slot) {
+    out.insert(node_at_slot_[slot]);
+    return true;
+  });
+  return out;
 }
 
 bool Inventory::has_label_key(std::string_view key) const {
@@ -209,26 +407,25 @@ const Inventory::LabelIndex* Inventory::label_index(std::string_view key) const 
 }
 
 NodeSet Inventory::with_label(std::string_view key, std::string_view value) const {
-  NodeSet out(nodes_.size());
+  NodeSet out(size());
   if (const LabelIndex* index = label_index(key)) {
     if (const auto it = index->by_value.find(value); it != index->by_value.end())
       it->second.add_to(out);
   }
-  return out;
+  return to_nodes(out);
 }
 
 // labels.NewRequirement and Requirement.Matches. A requirement the
 // scheduler cannot parse makes its term match no node, so it yields the
 // empty set here.
-NodeSet Inventory::match_requirement(const NodeSelectorRequirement& r) const {
-  const std::size_t n = nodes_.size();
-  NodeSet out(n);
-  if (!is_label_key(r.key)) return out;
-  if (!std::all_of(r.values.begin(), r.values.end(), is_label_value)) return out;
+void Inventory::match_requirement(const NodeSelectorRequirement& r, NodeSet& out) const {
+  out.assign(size());
+  if (!is_label_key(r.key)) return;
+  if (!std::all_of(r.values.begin(), r.values.end(), is_label_value)) return;
   const LabelIndex* index = label_index(r.key);
 
   if (r.op == "In" || r.op == "NotIn") {
-    if (r.values.empty()) return out;
+    if (r.values.empty()) return;
     if (index != nullptr) {
       for (const std::string& v : r.values) {
         if (const auto it = index->by_value.find(v); it != index->by_value.end()) {
@@ -238,62 +435,69 @@ NodeSet Inventory::match_requirement(const NodeSelectorRequirement& r) const {
     }
     // NotIn also matches nodes without the label.
     if (r.op == "NotIn") out.complement();
-    return out;
+    return;
   }
   if (r.op == "Exists" || r.op == "DoesNotExist") {
-    if (!r.values.empty()) return out;
+    if (!r.values.empty()) return;
     if (index != nullptr) index->has_key.add_to(out);
     if (r.op == "DoesNotExist") out.complement();
-    return out;
+    return;
   }
   if (r.op == "Gt" || r.op == "Lt") {
-    if (r.values.size() != 1) return out;
+    if (r.values.size() != 1) return;
     const std::optional<std::int64_t> bound = parse_int64(r.values[0]);
-    if (!bound || index == nullptr) return out;
+    if (!bound || index == nullptr) return;
     // The distinct values of one key, not the nodes: few for numeric labels.
     for (const auto& [value, members] : index->by_value) {
       const std::optional<std::int64_t> v = parse_int64(value);
       if (v && (r.op == "Gt" ? *v > *bound : *v < *bound)) members.add_to(out);
     }
-    return out;
   }
-  return out;
 }
 
 // nodeSelectorRequirementsAsFieldSelector: metadata.name, In or NotIn, one value.
-NodeSet Inventory::match_field(const NodeSelectorRequirement& r) const {
-  const std::size_t n = nodes_.size();
-  NodeSet out(n);
-  if (r.key != "metadata.name" || r.values.size() != 1) return out;
-  if (r.op != "In" && r.op != "NotIn") return out;
+void Inventory::match_field(const NodeSelectorRequirement& r, NodeSet& out) const {
+  out.assign(size());
+  if (r.key != "metadata.name" || r.values.size() != 1) return;
+  if (r.op != "In" && r.op != "NotIn") return;
   if (const auto it = by_name_.find(r.values[0]); it != by_name_.end()) out.insert(it->second);
   if (r.op == "NotIn") out.complement();
-  return out;
 }
 
-NodeSet Inventory::match_term(const NodeSelectorTerm& term) const {
-  const std::size_t n = nodes_.size();
+void Inventory::match_term(const NodeSelectorTerm& term, NodeSet& out,
+                           CandidateScratch& scratch) const {
+  const std::size_t n = size();
   // An empty term selects nothing.
-  if (term.match_expressions.empty() && term.match_fields.empty()) return NodeSet(n);
-  NodeSet out(n, true);
+  if (term.match_expressions.empty() && term.match_fields.empty()) {
+    out.assign(n);
+    return;
+  }
+  out.assign(n, true);
   for (const auto& r : term.match_expressions) {
-    out &= match_requirement(r);
-    if (out.empty()) return out;
+    match_requirement(r, scratch.part);
+    out &= scratch.part;
+    if (out.empty()) return;
   }
   for (const auto& r : term.match_fields) {
-    out &= match_field(r);
-    if (out.empty()) return out;
+    match_field(r, scratch.part);
+    out &= scratch.part;
+    if (out.empty()) return;
   }
-  return out;
 }
 
 NodeSet Inventory::candidates(const PodSpec& spec) const {
-  const std::size_t n = nodes_.size();
+  CandidateScratch scratch;
+  return to_nodes(candidate_slots(spec, scratch));
+}
+
+const NodeSet& Inventory::candidate_slots(const PodSpec& spec, CandidateScratch& scratch) const {
+  const std::size_t n = size();
+  NodeSet& result = scratch.result;
   // A pod with nodeName skips the scheduler: the kubelet admits it after
   // checking selector, affinity and resources, and of the taints only
   // NoExecute ones.
   const bool bound = !spec.node_name.empty();
-  NodeSet result(n, !bound);
+  result.assign(n, !bound);
   if (bound) {
     const auto it = by_name_.find(spec.node_name);
     if (it == by_name_.end()) return result;
@@ -302,17 +506,26 @@ NodeSet Inventory::candidates(const PodSpec& spec) const {
 
   for (const auto& [key, value] : spec.node_selector) {
     const LabelIndex* index = label_index(key);
-    if (index == nullptr) return NodeSet(n);
+    if (index == nullptr) {
+      result.clear();
+      return result;
+    }
     const auto it = index->by_value.find(value);
-    if (it == index->by_value.end()) return NodeSet(n);
-    it->second.intersect(result);
+    if (it == index->by_value.end()) {
+      result.clear();
+      return result;
+    }
+    it->second.intersect(result, scratch.kept);
     if (result.empty()) return result;
   }
 
   if (spec.required_terms) {
-    NodeSet any(n);
-    for (const auto& term : *spec.required_terms) any |= match_term(term);
-    result &= any;
+    scratch.any.assign(n);
+    for (const auto& term : *spec.required_terms) {
+      match_term(term, scratch.term, scratch);
+      scratch.any |= scratch.term;
+    }
+    result &= scratch.any;
     if (result.empty()) return result;
   }
 
@@ -326,29 +539,29 @@ NodeSet Inventory::candidates(const PodSpec& spec) const {
 
   // The pod's effective request of each extended resource: the larger of
   // the app containers' sum and the largest init container's.
-  std::map<std::string, std::int64_t> app_sum;
-  std::map<std::string, std::int64_t> init_max;
+  auto& requests = scratch.requests;
+  requests.clear();
   for (const ContainerSpec& c : spec.containers) {
     for (const auto& [resource, amount] : c.resources) {
+      auto it =
+          std::find_if(requests.begin(), requests.end(),
+                       [&](const CandidateScratch::Request& r) { return r.resource == resource; });
+      if (it == requests.end()) it = requests.insert(requests.end(), {resource, 0, 0});
       if (c.init) {
-        auto& m = init_max[resource];
-        m = std::max(m, amount);
+        it->init = std::max(it->init, amount);
       } else {
-        auto& s = app_sum[resource];
-        s = amount > std::numeric_limits<std::int64_t>::max() - s
-                ? std::numeric_limits<std::int64_t>::max()
-                : s + amount;
+        it->app = amount > std::numeric_limits<std::int64_t>::max() - it->app
+                      ? std::numeric_limits<std::int64_t>::max()
+                      : it->app + amount;
       }
     }
   }
-  for (const auto& [resource, amount] : init_max) {
-    auto& s = app_sum[resource];
-    s = std::max(s, amount);
-  }
-  for (const auto& [resource, needed] : app_sum) {
+  for (const auto& request : requests) {
+    const std::int64_t needed = std::max(request.app, request.init);
     if (needed <= 0) continue;
-    NodeSet fit(n);
-    if (const auto it = resources_.find(resource); it != resources_.end()) {
+    NodeSet& fit = scratch.part;
+    fit.assign(n);
+    if (const auto it = resources_.find(request.resource); it != resources_.end()) {
       for (auto a = it->second.lower_bound(needed); a != it->second.end(); ++a) fit |= a->second;
     }
     result &= fit;

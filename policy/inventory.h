@@ -9,11 +9,16 @@
 //
 // An Inventory is immutable after build() and safe to read from many
 // threads; the server swaps whole inventories (shared_ptr) to update it.
+// It keeps each distinct string once (a 10,000-node fleet repeats the same
+// few dozen label keys and values), so its size is about that of its
+// indexes, not of the node list it was read from.
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -31,13 +36,39 @@ struct NodeGroup {
   NodeSet members;
 };
 
+// Reusable storage for Inventory::candidate_slots(): a caller that keeps one
+// per thread decides without allocating.
+struct CandidateScratch {
+  struct Request {
+    std::string_view resource;
+    std::int64_t app = 0;   // sum over the app containers
+    std::int64_t init = 0;  // largest of the init containers
+  };
+  NodeSet result;
+  NodeSet any;   // the union of the required node affinity terms
+  NodeSet term;  // one term
+  NodeSet part;  // one requirement, or the nodes with enough of a resource
+  NodeSet kept;  // an intersection with an index list
+  std::vector<Request> requests;
+};
+
+class InventoryBuilder;
+
 class Inventory {
  public:
   Inventory() = default;
   static Inventory build(std::vector<Node> nodes, const CompatDb& db);
 
-  [[nodiscard]] std::size_t size() const { return nodes_.size(); }
-  [[nodiscard]] const Node& node(std::size_t i) const { return nodes_[i]; }
+  [[nodiscard]] std::size_t size() const { return node_name_.size(); }
+  // Node i as read (a copy: the inventory keeps nodes compactly, each label
+  // string once for all nodes). Prefer node_name() and node_label().
+  [[nodiscard]] Node node(std::size_t i) const;
+  [[nodiscard]] const std::string& node_name(std::size_t i) const {
+    return strings_[node_name_[i]];
+  }
+  // The value of label `key` of node i; nullptr when it has none. Stays
+  // valid as long as the inventory.
+  [[nodiscard]] const std::string* node_label(std::size_t i, std::string_view key) const;
   [[nodiscard]] const std::vector<NodeGroup>& groups() const { return groups_; }
   // Index of the group of node i.
   [[nodiscard]] std::size_t group_of(std::size_t i) const { return group_of_[i]; }
@@ -52,6 +83,20 @@ class Inventory {
   // tolerations, and every extended resource the pod requests available.
   [[nodiscard]] NodeSet candidates(const PodSpec& spec) const;
 
+  // The same candidates, for decisions: as a set of slots, the inventory's
+  // internal order in which every group's members are one contiguous range
+  // (the nodes of a group in file order), so that counting the candidates
+  // of a group is one range count, whatever the fleet's size. The result
+  // lives in `scratch`.
+  [[nodiscard]] const NodeSet& candidate_slots(const PodSpec& spec,
+                                               CandidateScratch& scratch) const;
+  // The slots of group g: [begin, end).
+  [[nodiscard]] std::pair<std::size_t, std::size_t> group_slots(std::size_t g) const {
+    return {group_begin_[g], group_begin_[g + 1]};
+  }
+  // The node at a slot.
+  [[nodiscard]] std::size_t node_at_slot(std::size_t slot) const { return node_at_slot_[slot]; }
+
   // Whether some node carries label `key` (mutation pins only on labels
   // the inventory has).
   [[nodiscard]] bool has_label_key(std::string_view key) const;
@@ -60,13 +105,16 @@ class Inventory {
   [[nodiscard]] NodeSet with_label(std::string_view key, std::string_view value) const;
 
  private:
+  friend class InventoryBuilder;
+
   // Lookups by string_view without building a std::string.
   struct StringHash {
     using is_transparent = void;
     std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
+  // Keyed by views of strings_, which outlive the maps.
   template <class V>
-  using StringMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>>;
+  using ViewMap = std::unordered_map<std::string_view, V, StringHash, std::equal_to<>>;
 
   // The nodes of one label key or value: a sorted index list while that is
   // smaller than a bitset, else a bitset. Labels with a value per node
@@ -77,29 +125,71 @@ class Inventory {
     bool is_dense = false;
 
     void add_to(NodeSet& set) const;
-    void intersect(NodeSet& set) const;
+    // set &= members; `kept` is scratch space.
+    void intersect(NodeSet& set, NodeSet& kept) const;
   };
   struct LabelIndex {
     Members has_key;
-    StringMap<Members> by_value;
+    ViewMap<Members> by_value;
   };
 
-  [[nodiscard]] NodeSet match_term(const NodeSelectorTerm& term) const;
-  [[nodiscard]] NodeSet match_requirement(const NodeSelectorRequirement& r) const;
-  [[nodiscard]] NodeSet match_field(const NodeSelectorRequirement& r) const;
+  // Each writes its set of slots into `out`.
+  void match_term(const NodeSelectorTerm& term, NodeSet& out, CandidateScratch& scratch) const;
+  void match_requirement(const NodeSelectorRequirement& r, NodeSet& out) const;
+  void match_field(const NodeSelectorRequirement& r, NodeSet& out) const;
   [[nodiscard]] const LabelIndex* label_index(std::string_view key) const;
+  [[nodiscard]] NodeSet to_nodes(const NodeSet& slots) const;
 
-  std::vector<Node> nodes_;
+  // Every distinct string of the nodes (names, label keys and values),
+  // once; a deque, so that views of them stay valid.
+  std::deque<std::string> strings_;
+  // The nodes, by index: name, labels (a range of node_labels_, sorted by
+  // key), taints (a range of node_taints_, indexes into taint_kinds_),
+  // cordon, extended resources (a range of node_resources_).
+  std::vector<std::uint32_t> node_name_;
+  std::vector<std::uint32_t> label_begin_;  // n + 1 offsets
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> node_labels_;
+  std::vector<std::uint32_t> taint_begin_;  // n + 1 offsets
+  std::vector<std::uint32_t> node_taints_;
+  std::vector<Taint> taint_kinds_;
+  std::vector<bool> unschedulable_;
+  std::vector<std::uint32_t> resource_begin_;  // n + 1 offsets
+  std::vector<std::pair<std::uint32_t, std::int64_t>> node_resources_;
+
   std::vector<NodeGroup> groups_;
-  std::vector<std::size_t> group_of_;
-  StringMap<LabelIndex> labels_;
-  StringMap<std::size_t> by_name_;
+  std::vector<std::uint32_t> group_of_;
+  // Slots: the nodes ordered by group, then by position in the file. Every
+  // index below holds slots.
+  std::vector<std::uint32_t> slot_of_node_;
+  std::vector<std::uint32_t> node_at_slot_;
+  std::vector<std::size_t> group_begin_;  // group g: slots [group_begin_[g], group_begin_[g + 1])
+  ViewMap<LabelIndex> labels_;
+  ViewMap<std::uint32_t> by_name_;  // name -> slot
   // Distinct NoSchedule/NoExecute taints (cordon included) and their nodes.
   std::vector<std::pair<Taint, NodeSet>> taints_;
   // Extended resource -> (amount -> nodes with exactly that allocatable amount).
-  std::unordered_map<std::string, std::map<std::int64_t, NodeSet>> resources_;
+  ViewMap<std::map<std::int64_t, NodeSet>> resources_;
   std::size_t unknown_gpu_nodes_ = 0;
   std::size_t gpu_nodes_ = 0;
+};
+
+// Builds an inventory one node at a time, so that a large node list can be
+// read and indexed without holding every Node at once (Inventory::build is
+// this over a vector). add() copies what it keeps; the node may be reused.
+class InventoryBuilder {
+ public:
+  explicit InventoryBuilder(const CompatDb& db);
+  ~InventoryBuilder();
+  InventoryBuilder(const InventoryBuilder&) = delete;
+  InventoryBuilder& operator=(const InventoryBuilder&) = delete;
+
+  void add(const Node& node);
+  [[nodiscard]] std::size_t size() const;
+  [[nodiscard]] Inventory finish();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
 };
 
 }  // namespace cudagate

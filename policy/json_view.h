@@ -17,6 +17,8 @@
 //   find(key)                    the member `key` of an object, the last one
 //                                when the key is repeated (as nlohmann keeps
 //                                it); absent when missing or not an object
+//   find_each(keys, out)         find() of several keys (std::array), which a
+//                                parser may answer in one pass
 //   for_each_member(f)           f(std::string_view key, V value) for each
 //                                member in key order (bytewise), each key once
 //   size()                       elements of an array, members of an object
@@ -28,6 +30,7 @@
 // their errors are word for word the same.
 
 #include <algorithm>
+#include <array>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -79,9 +82,7 @@ class NlohmannView {
   [[nodiscard]] bool is_number_integer() const { return value_->is_number_integer(); }
   [[nodiscard]] bool is_number_float() const { return value_->is_number_float(); }
   [[nodiscard]] bool boolean() const { return value_->get<bool>(); }
-  [[nodiscard]] std::string_view string() const {
-    return value_->get_ref<const std::string&>();
-  }
+  [[nodiscard]] std::string_view string() const { return value_->get_ref<const std::string&>(); }
   [[nodiscard]] std::uint64_t as_unsigned() const { return value_->get<std::uint64_t>(); }
   [[nodiscard]] std::int64_t as_integer() const { return value_->get<std::int64_t>(); }
   [[nodiscard]] double as_float() const { return value_->get<double>(); }
@@ -91,6 +92,12 @@ class NlohmannView {
     return it == value_->end() ? NlohmannView() : NlohmannView(*it);
   }
   [[nodiscard]] std::size_t size() const { return value_->size(); }
+  // find() of each key, into `out`.
+  template <std::size_t N>
+  void find_each(const std::array<std::string_view, N>& keys,
+                 std::array<NlohmannView, N>& out) const {
+    for (std::size_t i = 0; i < N; ++i) out[i] = find(keys[i]);
+  }
   template <class F>
   void for_each_member(F&& f) const {
     for (const auto& [key, value] : value_->items()) f(std::string_view(key), NlohmannView(value));
@@ -148,8 +155,7 @@ Expected<V> view_typed_field(const V& object, std::string_view key, std::string_
   const V v = object.find(key);
   if (!v.valid() || v.is_null()) return V();
   if (want_object ? !v.is_object() : !v.is_array()) {
-    return Error{field_path(path, key),
-                 view_type_error(want_object ? "an object" : "a list", v)};
+    return Error{field_path(path, key), view_type_error(want_object ? "an object" : "a list", v)};
   }
   return v;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <unordered_map>
 
 #include "policy/image_ref.h"
 
@@ -24,11 +25,45 @@ constexpr std::string_view kAnnotationMinCc = "cudagate.io/min-compute-capabilit
 
 // One variable of the environment the container runtime will see.
 struct EnvValue {
-  std::optional<std::string> value;  // nullopt: set with valueFrom, unknown at admission
+  std::optional<std::string_view> value;  // nullopt: set with valueFrom, unknown at admission
   Source source = Source::unknown;
 };
 
-using Env = std::map<std::string, EnvValue, std::less<>>;
+bool starts_with(std::string_view text, std::string_view prefix);
+
+// The variables of that environment that metadata is read from, by name
+// (the image's first, then the pod's, the last setting of a name winning).
+// Views into the container spec and the image facts, which outlive it.
+class Env {
+ public:
+  static bool read(std::string_view name) {
+    return name == kCudaVersion || starts_with(name, kRequirePrefix) || name == kDisableRequire ||
+           name == kTorchArchList || name == kCudaArchs || name == kCmakeArchs;
+  }
+
+  void set(std::string_view name, EnvValue value) {
+    if (!read(name)) return;
+    const auto it = std::lower_bound(vars_.begin(), vars_.end(), name,
+                                     [](const auto& v, std::string_view n) { return v.first < n; });
+    if (it != vars_.end() && it->first == name) {
+      it->second = value;
+    } else {
+      vars_.insert(it, {name, value});
+    }
+  }
+
+  [[nodiscard]] const EnvValue* find(std::string_view name) const {
+    const auto it = std::lower_bound(vars_.begin(), vars_.end(), name,
+                                     [](const auto& v, std::string_view n) { return v.first < n; });
+    return it != vars_.end() && it->first == name ? &it->second : nullptr;
+  }
+
+  [[nodiscard]] auto begin() const { return vars_.begin(); }
+  [[nodiscard]] auto end() const { return vars_.end(); }
+
+ private:
+  std::vector<std::pair<std::string_view, EnvValue>> vars_;
+};
 
 // What is known about the image itself, from its first source.
 struct ImageFacts {
@@ -193,8 +228,32 @@ ImageFacts infer_image(std::string_view image, const CompatDb& db) {
   return facts;
 }
 
+}  // namespace
+
+struct MetadataMemo::Impl {
+  static constexpr std::size_t kMaxEntries = 1024;
+
+  // Starts over for another compat-db, and when full.
+  void use(const CompatDb& with) {
+    if (db != &with || images.size() > kMaxEntries || requirements.size() > kMaxEntries) {
+      images.clear();
+      requirements.clear();
+      db = &with;
+    }
+  }
+
+  const CompatDb* db = nullptr;
+  std::unordered_map<std::string, ImageFacts> images;
+  std::unordered_map<std::string, Expected<Requirement>> requirements;
+};
+
+MetadataMemo::MetadataMemo() : impl_(std::make_unique<Impl>()) {}
+MetadataMemo::~MetadataMemo() = default;
+
+namespace {
+
 ImageFacts image_facts(const ContainerSpec& container, const Policy& policy, const CompatDb& db,
-                       const RegistryFacts* registry) {
+                       const RegistryFacts* registry, MetadataMemo::Impl* memo) {
   ImageFacts facts;
   if (const CatalogEntry* entry = policy.catalog_entry(container.image)) {
     facts.source = Source::catalog;
@@ -211,24 +270,36 @@ ImageFacts image_facts(const ContainerSpec& container, const Policy& policy, con
       return facts;
     }
   }
-  return infer_image(container.image, db);
+  if (memo == nullptr) return infer_image(container.image, db);
+  auto it = memo->images.find(container.image);
+  if (it == memo->images.end()) {
+    it = memo->images.emplace(container.image, infer_image(container.image, db)).first;
+  }
+  return it->second;
 }
 
 // Resolves one container; every error names the container.
 class Resolver {
  public:
   Resolver(const Workload& workload, const ContainerSpec& container, const Policy& policy,
-           const CompatDb& db)
+           const CompatDb& db, MetadataMemo::Impl* memo)
       : workload_(workload),
         container_(container),
         policy_(policy),
         db_(db),
+        memo_(memo),
         prefix_("container \"" + container.name + "\"") {}
 
   Expected<ContainerMetadata> resolve(const RegistryFacts* registry, const FlagValues* flags) {
-    facts_ = image_facts(container_, policy_, db_, registry);
-    for (const auto& [name, value] : facts_.env) env_[name] = EnvValue{value, facts_.source};
-    for (const EnvVar& var : container_.env) env_[var.name] = EnvValue{var.value, Source::env};
+    facts_ = image_facts(container_, policy_, db_, registry, memo_);
+    for (const auto& [name, value] : facts_.env) {
+      env_.set(name, EnvValue{std::string_view(value), facts_.source});
+    }
+    for (const EnvVar& var : container_.env) {
+      env_.set(var.name, EnvValue{var.value ? std::optional<std::string_view>(*var.value)
+                                            : std::optional<std::string_view>(),
+                                  Source::env});
+    }
 
     ContainerMetadata md;
     if (auto err = resolve_cuda(md)) return *err;
@@ -249,10 +320,22 @@ class Resolver {
  private:
   // A set, non-empty variable; nullptr when unset or empty.
   const EnvValue* get(std::string_view name) const {
-    auto it = env_.find(name);
-    if (it == env_.end()) return nullptr;
-    if (it->second.value && it->second.value->empty()) return nullptr;
-    return &it->second;
+    const EnvValue* v = env_.find(name);
+    if (v == nullptr || (v->value && v->value->empty())) return nullptr;
+    return v;
+  }
+
+  // parse_requirement, remembered in the memo.
+  Expected<Requirement> requirement(std::string_view variable, std::string_view text) const {
+    if (memo_ == nullptr) return parse_requirement(variable, text);
+    std::string key(variable);
+    key += '=';
+    key += text;
+    auto it = memo_->requirements.find(key);
+    if (it == memo_->requirements.end()) {
+      it = memo_->requirements.emplace(std::move(key), parse_requirement(variable, text)).first;
+    }
+    return it->second;
   }
 
   Error env_error(std::string_view name, const Error& e) const {
@@ -264,7 +347,7 @@ class Resolver {
       md.cuda.source = v->source;
       md.cuda.name = kCudaVersion;
       if (!v->value) return std::nullopt;  // valueFrom: unknown
-      md.cuda.text = *v->value;
+      md.cuda.text = std::string(*v->value);
       auto parsed = CudaVersion::parse(*v->value);
       if (parsed) {
         md.cuda.value = *parsed;
@@ -277,7 +360,7 @@ class Resolver {
     }
     if (const EnvValue* v = get(kRequireCuda)) {
       if (!v->value) return std::nullopt;
-      auto req = parse_requirement(kRequireCuda, *v->value);
+      auto req = requirement(kRequireCuda, *v->value);
       if (!req) {
         if (v->source == Source::env) return env_error(kRequireCuda, req.error());
         return std::nullopt;
@@ -306,14 +389,15 @@ class Resolver {
   }
 
   std::optional<Error> resolve_require(ContainerMetadata& md) const {
-    if (auto it = env_.find(kDisableRequire); it != env_.end()) {
-      const EnvValue& v = it->second;
+    if (const EnvValue* disable = env_.find(kDisableRequire)) {
+      const EnvValue& v = *disable;
       if (!v.value || go_parse_bool_true(*v.value)) {
         // valueFrom may or may not disable: the requirement is unknown.
         md.require_disabled = v.value.has_value();
         md.require.source = v.source;
         md.require.name = kDisableRequire;
-        md.require.text = v.value ? std::string(kDisableRequire) + "=" + *v.value : "";
+        md.require.text =
+            v.value ? std::string(kDisableRequire) + "=" + std::string(*v.value) : std::string();
         return std::nullopt;
       }
     }
@@ -328,7 +412,7 @@ class Resolver {
         unknown = true;
         continue;
       }
-      auto req = parse_requirement(name, *v.value);
+      auto req = requirement(name, *v.value);
       if (!req) {
         if (v.source == Source::env) return env_error(name, req.error());
         unknown = true;
@@ -343,7 +427,7 @@ class Resolver {
       if (source == Source::unknown || cuda->source == Source::env) source = cuda->source;
       auto version =
           cuda->value ? CudaVersion::parse(*cuda->value) : Expected<CudaVersion>(Error{});
-      auto req = version ? parse_requirement(kCudaVersion, "cuda>=" + version->str())
+      auto req = version ? requirement(kCudaVersion, "cuda>=" + version->str())
                          : Expected<Requirement>(Error{});
       if (req) {
         set.requirements.push_back(std::move(*req));
@@ -369,7 +453,7 @@ class Resolver {
       md.archs.source = v->source;
       md.archs.name = name;
       if (!v->value) return std::nullopt;
-      md.archs.text = *v->value;
+      md.archs.text = std::string(*v->value);
       auto parsed = name == kTorchArchList ? parse_torch_arch_list(*v->value, db_)
                                            : parse_cmake_arch_list(*v->value, db_, md.cuda.value);
       if (parsed) {
@@ -449,6 +533,7 @@ class Resolver {
   const ContainerSpec& container_;
   const Policy& policy_;
   const CompatDb& db_;
+  MetadataMemo::Impl* memo_;
   std::string prefix_;
   ImageFacts facts_;
   Env env_;
@@ -456,11 +541,17 @@ class Resolver {
 
 }  // namespace
 
+bool metadata_reads_env(std::string_view name) {
+  return Env::read(name);
+}
+
 Expected<ContainerMetadata> resolve_metadata(const Workload& workload,
                                              const ContainerSpec& container, const Policy& policy,
                                              const CompatDb& db, const RegistryFacts* registry,
-                                             const FlagValues* flags) {
-  return Resolver(workload, container, policy, db).resolve(registry, flags);
+                                             const FlagValues* flags, MetadataMemo* memo) {
+  MetadataMemo::Impl* impl = memo == nullptr ? nullptr : memo->impl_.get();
+  if (impl != nullptr) impl->use(db);
+  return Resolver(workload, container, policy, db, impl).resolve(registry, flags);
 }
 
 }  // namespace cudagate

@@ -10,6 +10,7 @@
 // Annotations override cuda and archs, never require.
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -84,9 +85,39 @@ struct ContainerMetadata {
 // gives only the CUDA version, as if the image carried the label
 // com.nvidia.cuda.version, because a tag says which CUDA the image was built
 // with, not which variables it sets (so no implicit cuda>= requirement).
+//
+// `memo` (may be null) keeps what depends only on text and the compat-db
+// (image facts inferred from a reference, parsed NVIDIA_REQUIRE_* values)
+// for the next resolutions; the result is the same with or without it.
+class MetadataMemo;
 Expected<ContainerMetadata> resolve_metadata(const Workload& workload,
                                              const ContainerSpec& container, const Policy& policy,
                                              const CompatDb& db, const RegistryFacts* registry,
-                                             const FlagValues* flags);
+                                             const FlagValues* flags, MetadataMemo* memo = nullptr);
+
+// Whether resolve_metadata reads the environment variable `name` (CUDA_VERSION,
+// NVIDIA_REQUIRE_*, the arch lists...): a workload read for a decision may
+// keep only these (WorkloadReadOptions::keep_env).
+[[nodiscard]] bool metadata_reads_env(std::string_view name);
+
+// A cache for resolve_metadata, owned by one caller at a time (it is not
+// synchronised: a server keeps one per thread). Bounded: it starts over
+// when full, or when used with another compat-db.
+class MetadataMemo {
+ public:
+  MetadataMemo();
+  ~MetadataMemo();
+  MetadataMemo(const MetadataMemo&) = delete;
+  MetadataMemo& operator=(const MetadataMemo&) = delete;
+
+  struct Impl;
+
+ private:
+  friend Expected<ContainerMetadata> resolve_metadata(const Workload&, const ContainerSpec&,
+                                                      const Policy&, const CompatDb&,
+                                                      const RegistryFacts*, const FlagValues*,
+                                                      MetadataMemo*);
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace cudagate

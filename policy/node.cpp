@@ -6,6 +6,8 @@
 #include <utility>
 
 #include "policy/document.h"
+#include "policy/json_view.h"
+#include "policy/node_reader.h"
 #include "policy/pod.h"
 
 namespace cudagate {
@@ -27,88 +29,6 @@ std::string join(std::string_view outer, std::string_view inner) {
   return std::string(outer) + ": " + std::string(inner);
 }
 
-Expected<std::vector<Taint>> parse_taints(const json& spec, std::string_view path) {
-  auto list = array_field(spec, "taints", path);
-  if (!list) return list.error();
-  std::vector<Taint> out;
-  if (*list == nullptr) return out;
-  const std::string list_path = field_path(path, "taints");
-  for (std::size_t i = 0; i < (*list)->size(); ++i) {
-    const json& item = (**list)[i];
-    const std::string item_path = index_path(list_path, i);
-    if (!item.is_object()) return Error{item_path, type_error("an object", item)};
-    Taint t;
-    for (auto [key, target] :
-         {std::pair{"key", &t.key}, std::pair{"value", &t.value}, std::pair{"effect", &t.effect}}) {
-      auto v = string_field(item, key, item_path, false);
-      if (!v) return v.error();
-      *target = std::move(*v);
-    }
-    out.push_back(std::move(t));
-  }
-  return out;
-}
-
-// Reads one Node, or a Node list item (the API server leaves out the kind there).
-Expected<Node> read_node(const json& object) {
-  if (!object.is_object()) return Error{"", type_error("an object", object)};
-  auto kind = string_field(object, "kind", "", false);
-  if (!kind) return kind.error();
-  if (!kind->empty() && *kind != "Node") {
-    return Error{"kind", "expected a Node, got " + quote_text(*kind)};
-  }
-  Node node;
-  auto metadata = object_field(object, "metadata", "");
-  if (!metadata) return metadata.error();
-  if (*metadata == nullptr) return Error{"metadata", "is required"};
-  auto name = string_field(**metadata, "name", "metadata", true);
-  if (!name) return name.error();
-  if (name->empty()) return Error{"metadata.name", "is required"};
-  node.name = std::move(*name);
-
-  auto labels = object_field(**metadata, "labels", "metadata");
-  if (!labels) return labels.error();
-  if (*labels != nullptr) {
-    for (const auto& [k, v] : (*labels)->items()) {
-      if (!v.is_string()) return Error{field_path("metadata.labels", k), type_error("a string", v)};
-      node.labels.emplace_back(k, v.get<std::string>());
-    }
-  }
-  std::sort(node.labels.begin(), node.labels.end());
-
-  auto spec = object_field(object, "spec", "");
-  if (!spec) return spec.error();
-  if (*spec != nullptr) {
-    auto taints = parse_taints(**spec, "spec");
-    if (!taints) return taints.error();
-    node.taints = std::move(*taints);
-    const auto unschedulable = (*spec)->find("unschedulable");
-    if (unschedulable != (*spec)->end() && !unschedulable->is_null()) {
-      if (!unschedulable->is_boolean()) {
-        return Error{"spec.unschedulable", type_error("a boolean", *unschedulable)};
-      }
-      node.unschedulable = unschedulable->get<bool>();
-    }
-  }
-
-  auto status = object_field(object, "status", "");
-  if (!status) return status.error();
-  if (*status != nullptr) {
-    auto allocatable = object_field(**status, "allocatable", "status");
-    if (!allocatable) return allocatable.error();
-    if (*allocatable != nullptr) {
-      for (const auto& [resource, quantity] : (*allocatable)->items()) {
-        if (!is_extended_resource(resource)) continue;
-        auto count = parse_count_quantity(quantity);
-        if (!count) return count.error().within(field_path("status.allocatable", resource));
-        node.allocatable.emplace_back(resource, *count);
-      }
-    }
-  }
-  std::sort(node.allocatable.begin(), node.allocatable.end());
-  return node;
-}
-
 bool ends_with_list(std::string_view kind) {
   return kind.size() >= 4 && kind.substr(kind.size() - 4) == "List";
 }
@@ -124,9 +44,7 @@ const std::string* Node::label(std::string_view key) const {
 }
 
 Expected<Node> node_from_json(const json& object, std::string_view where) {
-  auto node = read_node(object);
-  if (!node) return node.error().within(std::string(where));
-  return node;
+  return node_from_view(NlohmannView(object), where);
 }
 
 Expected<std::vector<Node>> parse_nodes(std::string_view text, std::string_view source) {

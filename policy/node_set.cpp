@@ -9,10 +9,69 @@ NodeSet::NodeSet(std::size_t universe, bool full)
   if (full && universe % 64 != 0) words_.back() = (std::uint64_t{1} << (universe % 64)) - 1;
 }
 
+namespace {
+
+// The population counts run on every decision; x86-64's baseline has no
+// POPCNT instruction, so they are compiled twice and the CPU picks.
+// (Not under AddressSanitizer: the clones' resolver runs before it starts.)
+#if defined(__SANITIZE_ADDRESS__)
+#define CUDAGATE_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CUDAGATE_SANITIZED 1
+#endif
+#endif
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(CUDAGATE_SANITIZED)
+#define CUDAGATE_POPCNT_CLONES __attribute__((target_clones("popcnt", "default")))
+#else
+#define CUDAGATE_POPCNT_CLONES
+#endif
+
+CUDAGATE_POPCNT_CLONES
+std::size_t popcount_words(const std::uint64_t* words, std::size_t n) {
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < n; ++i) total += static_cast<std::size_t>(std::popcount(words[i]));
+  return total;
+}
+
+CUDAGATE_POPCNT_CLONES
+std::size_t popcount_and(const std::uint64_t* a, const std::uint64_t* b, std::size_t n) {
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < n; ++i) total += static_cast<std::size_t>(std::popcount(a[i] & b[i]));
+  return total;
+}
+
+}  // namespace
+
 std::size_t NodeSet::count() const {
-  std::size_t n = 0;
-  for (const std::uint64_t w : words_) n += static_cast<std::size_t>(std::popcount(w));
-  return n;
+  return popcount_words(words_.data(), words_.size());
+}
+
+std::size_t NodeSet::count_range(std::size_t begin, std::size_t end) const {
+  if (begin >= end) return 0;
+  const std::size_t first = begin / 64;
+  const std::size_t last = (end - 1) / 64;
+  const std::uint64_t head = ~std::uint64_t{0} << (begin % 64);
+  const std::uint64_t tail =
+      end % 64 == 0 ? ~std::uint64_t{0} : (std::uint64_t{1} << (end % 64)) - 1;
+  if (first == last) return static_cast<std::size_t>(std::popcount(words_[first] & head & tail));
+  return static_cast<std::size_t>(std::popcount(words_[first] & head)) +
+         popcount_words(words_.data() + first + 1, last - first - 1) +
+         static_cast<std::size_t>(std::popcount(words_[last] & tail));
+}
+
+void NodeSet::assign(std::size_t universe, bool full) {
+  universe_ = universe;
+  words_.assign((universe + 63) / 64, full ? ~std::uint64_t{0} : 0);
+  if (full && universe % 64 != 0) words_.back() = (std::uint64_t{1} << (universe % 64)) - 1;
+}
+
+void NodeSet::assign_and(const NodeSet& a, const NodeSet& b) {
+  universe_ = a.universe_;
+  words_.resize(a.words_.size());
+  const std::size_t n = std::min(a.words_.size(), b.words_.size());
+  for (std::size_t i = 0; i < n; ++i) words_[i] = a.words_[i] & b.words_[i];
+  for (std::size_t i = n; i < words_.size(); ++i) words_[i] = 0;
 }
 
 bool NodeSet::empty() const {
@@ -20,12 +79,8 @@ bool NodeSet::empty() const {
 }
 
 std::size_t NodeSet::count_and(const NodeSet& other) const {
-  const std::size_t n = std::min(words_.size(), other.words_.size());
-  std::size_t total = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    total += static_cast<std::size_t>(std::popcount(words_[i] & other.words_[i]));
-  }
-  return total;
+  return popcount_and(words_.data(), other.words_.data(),
+                      std::min(words_.size(), other.words_.size()));
 }
 
 NodeSet& NodeSet::operator&=(const NodeSet& other) {

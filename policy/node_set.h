@@ -25,6 +25,15 @@ class NodeSet {
   [[nodiscard]] bool empty() const;
   // |this & other| without materialising it.
   [[nodiscard]] std::size_t count_and(const NodeSet& other) const;
+  // Members in [begin, end).
+  [[nodiscard]] std::size_t count_range(std::size_t begin, std::size_t end) const;
+
+  // Makes this the empty (or full) set of `universe`, reusing the storage:
+  // scratch sets reset per use allocate only when the universe grows.
+  void assign(std::size_t universe, bool full = false);
+  void clear() { std::fill(words_.begin(), words_.end(), std::uint64_t{0}); }
+  // this = a & b (same universe), without a temporary.
+  void assign_and(const NodeSet& a, const NodeSet& b);
 
   NodeSet& operator&=(const NodeSet& other);
   NodeSet& operator|=(const NodeSet& other);
@@ -52,6 +61,25 @@ class NodeSet {
     const std::size_t n = std::min(words_.size(), other.words_.size());
     for (std::size_t w = 0; w < n; ++w) {
       std::uint64_t bits = words_[w] & other.words_[w];
+      while (bits != 0) {
+        const std::size_t i = w * 64 + static_cast<std::size_t>(std::countr_zero(bits));
+        if (!f(i)) return;
+        bits &= bits - 1;
+      }
+    }
+  }
+
+  // Calls f(index) for each member in [begin, end) in increasing order;
+  // stops when f returns false.
+  template <class F>
+  void for_each_in_range(std::size_t begin, std::size_t end, F&& f) const {
+    if (begin >= end) return;
+    const std::size_t first = begin / 64;
+    const std::size_t last = (end - 1) / 64;
+    for (std::size_t w = first; w <= last; ++w) {
+      std::uint64_t bits = words_[w];
+      if (w == first) bits &= ~std::uint64_t{0} << (begin % 64);
+      if (w == last && end % 64 != 0) bits &= (std::uint64_t{1} << (end % 64)) - 1;
       while (bits != 0) {
         const std::size_t i = w * 64 + static_cast<std::size_t>(std::countr_zero(bits));
         if (!f(i)) return;

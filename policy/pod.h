@@ -25,7 +25,8 @@ struct ContainerSpec {
   std::string image;
   bool init = false;
   std::vector<EnvVar> env;
-  // Extended resources from limits and requests (limits win), integer counts.
+  // Extended resources from limits and requests (limits win), integer
+  // counts, sorted by name.
   std::vector<std::pair<std::string, std::int64_t>> resources;
 };
 
@@ -87,8 +88,11 @@ struct Workload {
 // must: 2, "2", "2k", "1000m". "1.5", "500m" and negative values are errors
 // (without a place: the caller names the field).
 Expected<std::int64_t> parse_count_quantity(const nlohmann::json& value);
+// The same for a quantity written as a string ("2", "2k", "1000m").
+Expected<std::int64_t> parse_count_text(std::string_view text);
 
-// One object -> workload. Errors name `where` and the field path
+// One object -> workload (policy/workload_reader.h holds the mapping, over
+// any JSON parser). Errors name `where` and the field path
 // ("spec.containers[1].resources.limits.nvidia.com/gpu: expected an integer").
 // A pod spec without containers is an error. A DaemonSet's pod spec gets the
 // tolerations its controller adds to every daemon pod (cordoned nodes, node

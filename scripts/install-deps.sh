@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# Installs everything cudagate needs to build, test and benchmark on Debian 12.
+# Installs everything cudagate needs to build and test on Debian 12.
 # Idempotent: packages already present are left alone, so a second run is fast.
+#
+#   scripts/install-deps.sh           build and test
+#   scripts/install-deps.sh --bench   also what the load comparison needs
+#                                     (bench/compare.sh: wrk, nginx, Go for peer-go)
 set -euo pipefail
 
 packages=(
@@ -11,6 +15,15 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   curl jq python3 python3-jsonpatch prometheus
 )
+for arg in "$@"; do
+  case "$arg" in
+    --bench) packages+=(golang-go wrk nginx-light util-linux) ;;
+    *)
+      echo "install-deps.sh: unknown option $arg (expected --bench)" >&2
+      exit 2
+      ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do

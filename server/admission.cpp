@@ -8,20 +8,38 @@
 //    user wrote that evaluate() cannot read (an annotation "12.x").
 //  - A body that is not a review (not JSON, another kind, no request) has no
 //    uid to answer, so it gets HTTP 400 and {"error": "..."}.
+//
+// Speed: the body is parsed with simdjson into a per-thread reusable
+// document and read through the same mapping code as nlohmann::json
+// (policy/workload_reader.h, read_review in admission_review.h). Whatever
+// simdjson refuses (not JSON, too deep, integers beyond 64 bits, a byte
+// order mark, a body larger than kFastBodyLimit) takes the nlohmann::json
+// path, which then gives the errors. nlohmann::json is also built, from the
+// same body, where a document is needed: comparing a controller's old and
+// new templates on UPDATE, and pinning a partial pod on /mutate.
 #include "server/admission.h"
 
+#include <simdjson.h>
+
 #include <algorithm>
+#include <cstring>
 #include <exception>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
 #include "policy/evaluate.h"
+#include "policy/metadata.h"
 #include "policy/pod.h"
+#include "policy/workload_reader.h"
 #include "server/admission_response.h"
 #include "server/admission_review.h"
 #include "server/enforcement.h"
 #include "server/pin_affinity.h"
+#include "server/simd_json_view.h"
 
 namespace cudagate {
 namespace {
@@ -41,7 +59,7 @@ AdmissionOutcome& bad_request(AdmissionOutcome& out, const std::string& message)
 
 // The group each handled kind belongs to ("" is the core group). A kind of
 // the same name in another group (a CRD called Job) is not ours to judge.
-bool handled_kind(const std::string& group, const std::string& kind) {
+bool handled_kind(std::string_view group, std::string_view kind) {
   if (!is_workload_kind(kind)) return false;
   if (kind == "Pod") return group.empty();
   if (kind == "Job" || kind == "CronJob") return group == "batch";
@@ -71,15 +89,47 @@ bool template_changed(const AdmissionRequest& req) {
   return *now != *before;
 }
 
-std::string subject_of(const AdmissionRequest& req) {
-  std::string out = req.kind.empty() ? std::string("object") : req.kind;
+template <JsonView V>
+std::string subject_of(const ReviewRequest<V>& req) {
+  std::string out = req.kind.empty() ? std::string("object") : std::string(req.kind);
   if (!req.name.empty()) {
     out += " \"";
-    if (!req.namespace_.empty()) out += req.namespace_ + "/";
-    out += req.name + "\"";
+    if (!req.namespace_.empty()) {
+      out += req.namespace_;
+      out += '/';
+    }
+    out += req.name;
+    out += '"';
   }
   return out;
 }
+
+// The request as nlohmann::json, for the few steps that need a document:
+// the decoded request itself on the reference path, else decoded from the
+// body on first use.
+class RequestDocument {
+ public:
+  explicit RequestDocument(const AdmissionRequest& decoded) : decoded_(&decoded) {}
+  explicit RequestDocument(std::string_view body) : body_(body) {}
+
+  const AdmissionRequest& get() {
+    if (decoded_ == nullptr) {
+      auto decoded = decode_admission_review(body_);
+      // The fast parser read this body as a review: nlohmann::json reads
+      // it too, unless memory ran out.
+      if (!decoded)
+        throw std::runtime_error("review not decodable twice: " + decoded.error().str());
+      owned_ = std::move(*decoded);
+      decoded_ = &*owned_;
+    }
+    return *decoded_;
+  }
+
+ private:
+  const AdmissionRequest* decoded_ = nullptr;
+  std::string_view body_;
+  std::optional<AdmissionRequest> owned_;
+};
 
 AdmissionResponse respond(const Enforcement& e, json patch) {
   AdmissionResponse response = AdmissionResponse::allowed();
@@ -101,8 +151,10 @@ AdmissionResponse respond(const Enforcement& e, json patch) {
 }
 
 // Judges a decoded request; fills the outcome's verdict and decision.
-AdmissionResponse admit(const AdmissionRequest& req, EnforcementRequest& er,
-                        const AdmissionContext& context, AdmissionOutcome& out) {
+template <JsonView V>
+AdmissionResponse admit(const ReviewRequest<V>& req, RequestDocument& document,
+                        EnforcementRequest& er, const AdmissionContext& context,
+                        AdmissionOutcome& out) {
   out.decision = "allow";
   // Only the creation of a pod, or a new pod template, can place a pod on a
   // node; everything else passes untouched and unrecorded.
@@ -119,11 +171,14 @@ AdmissionResponse admit(const AdmissionRequest& req, EnforcementRequest& er,
   er.controller = req.kind != "Pod";
   // Scheduling fields of a pod are immutable; a controller's matter only
   // when its template changes.
-  if (req.operation == "UPDATE" && (!er.controller || !template_changed(req))) {
+  if (req.operation == "UPDATE" && (!er.controller || !template_changed(document.get()))) {
     return AdmissionResponse::allowed();
   }
 
-  auto workload = workload_from_json(req.object, "");
+  // Only the variables metadata resolution reads are kept (all are checked).
+  WorkloadReadOptions read_options;
+  read_options.keep_env = metadata_reads_env;
+  auto workload = workload_from_view(req.object, "", read_options);
   if (!workload) {
     const Enforcement e = enforce_input_error(workload.error(), subject_of(req), er);
     out.decision = std::string(to_string(e.action));
@@ -134,7 +189,13 @@ AdmissionResponse admit(const AdmissionRequest& req, EnforcementRequest& er,
     return AdmissionResponse::allowed();
   }
 
-  auto decision = evaluate(*workload, context.inventory, context.policy, context.db, {});
+  // Candidate sets reused by each thread: no allocation proportional to the fleet.
+  thread_local CandidateScratch scratch;
+  thread_local MetadataMemo memo;
+  EvaluationInputs inputs;
+  inputs.scratch = &scratch;
+  inputs.memo = &memo;
+  auto decision = evaluate(*workload, context.inventory, context.policy, context.db, inputs);
   if (!decision) {
     const Enforcement e = enforce_input_error(decision.error(), subject_of(req), er);
     out.decision = std::string(to_string(e.action));
@@ -145,8 +206,8 @@ AdmissionResponse admit(const AdmissionRequest& req, EnforcementRequest& er,
   Enforcement e = enforce(*decision, context.policy, er);
   json patch;
   if (e.action == EnforcementAction::patch) {
-    auto pin =
-        pin_affinity(req.object, *workload, *decision, context.inventory, context.db, e.pin_reason);
+    auto pin = pin_affinity(document.get().object, *workload, *decision, context.inventory,
+                            context.db, e.pin_reason);
     if (pin) {
       patch = std::move(pin->patch);
     } else {
@@ -158,10 +219,90 @@ AdmissionResponse admit(const AdmissionRequest& req, EnforcementRequest& er,
   return respond(e, std::move(patch));
 }
 
+// Bodies up to this size take the fast parser; its per-thread buffers keep
+// the capacity of the largest body seen, so larger (rare) ones take the
+// reference parser instead of growing them.
+constexpr std::size_t kFastBodyLimit = 256 * 1024;
+
+// simdjson's parser and a padded copy of the body, reused by each thread.
+class FastDocument {
+ public:
+  // The body's root, or nullopt when simdjson does not take it.
+  static std::optional<SimdJsonView> parse(std::string_view body) {
+    if (body.size() > kFastBodyLimit) return std::nullopt;
+    thread_local FastDocument state;
+    return state.parse_body(body);
+  }
+
+ private:
+  std::optional<SimdJsonView> parse_body(std::string_view body) {
+    if (!allocated_) {
+      // The same depth limit as the reference path's nesting check: deeper
+      // documents fail here and get that path's error.
+      if (parser_.allocate(kInitialCapacity, kMaxReviewDepth) != simdjson::SUCCESS) {
+        return std::nullopt;
+      }
+      allocated_ = true;
+    }
+    if (body.size() + simdjson::SIMDJSON_PADDING > capacity_) {
+      capacity_ = std::max(kInitialCapacity, body.size()) + simdjson::SIMDJSON_PADDING;
+      buffer_ = std::make_unique<char[]>(capacity_);
+    }
+    std::memcpy(buffer_.get(), body.data(), body.size());
+    std::memset(buffer_.get() + body.size(), 0, simdjson::SIMDJSON_PADDING);
+    simdjson::dom::element root;
+    if (parser_.parse(buffer_.get(), body.size(), false).get(root) != simdjson::SUCCESS) {
+      return std::nullopt;
+    }
+    return SimdJsonView(root);
+  }
+
+  static constexpr std::size_t kInitialCapacity = 64 * 1024;
+  simdjson::dom::parser parser_;
+  bool allocated_ = false;
+  std::unique_ptr<char[]> buffer_;
+  std::size_t capacity_ = 0;
+};
+
+// A decoded review -> the outcome, whichever parser read it.
+template <JsonView V>
+void answer(const Expected<ReviewRequest<V>>& decoded, RequestDocument& document, Endpoint endpoint,
+            Mode mode, const AdmissionContext& context, AdmissionOutcome& out) {
+  if (!decoded) {
+    bad_request(out, decoded.error().str());
+    return;
+  }
+  const ReviewRequest<V>& req = *decoded;
+  out.uid = req.uid;
+  out.namespace_ = req.namespace_;
+  out.kind = req.kind;
+  out.name = req.name;
+  out.dry_run = req.dry_run;
+  if (req.operation == "CREATE" && !(req.object.valid() && req.object.is_object())) {
+    bad_request(out, "request.object: expected the object being created");
+    return;
+  }
+
+  EnforcementRequest er{mode, endpoint, false};
+  AdmissionResponse response = [&] {
+    try {
+      return admit(req, document, er, context, out);
+    } catch (const std::exception& e) {
+      out.decision = "error";
+      return respond(enforce_internal_error(e.what(), context.policy, er), nullptr);
+    } catch (...) {
+      out.decision = "error";
+      return respond(enforce_internal_error("unknown exception", context.policy, er), nullptr);
+    }
+  }();
+  out.body = response.serialize(req.version, req.uid, endpoint);
+}
+
 }  // namespace
 
 AdmissionOutcome handle_admission(Endpoint endpoint, std::string_view mode_param,
-                                  std::string_view body, const AdmissionContext& context) {
+                                  std::string_view body, const AdmissionContext& context,
+                                  ReviewParser parser) {
   AdmissionOutcome out;
   try {
     Mode mode = context.policy.mode;
@@ -176,31 +317,30 @@ AdmissionOutcome handle_admission(Endpoint endpoint, std::string_view mode_param
     }
     out.mode = std::string(to_string(mode));
 
+    if (parser == ReviewParser::fast) {
+      if (const auto root = FastDocument::parse(body)) {
+        RequestDocument document(body);
+        answer(read_review(*root), document, endpoint, mode, context, out);
+        return out;
+      }
+    }
     auto decoded = decode_admission_review(body);
     if (!decoded) return bad_request(out, decoded.error().str());
     const AdmissionRequest& req = *decoded;
-    out.uid = req.uid;
-    out.namespace_ = req.namespace_;
-    out.kind = req.kind;
-    out.name = req.name;
-    out.dry_run = req.dry_run;
-    if (req.operation == "CREATE" && !req.object.is_object()) {
-      return bad_request(out, "request.object: expected the object being created");
-    }
-
-    EnforcementRequest er{mode, endpoint, false};
-    AdmissionResponse response = [&] {
-      try {
-        return admit(req, er, context, out);
-      } catch (const std::exception& e) {
-        out.decision = "error";
-        return respond(enforce_internal_error(e.what(), context.policy, er), nullptr);
-      } catch (...) {
-        out.decision = "error";
-        return respond(enforce_internal_error("unknown exception", context.policy, er), nullptr);
-      }
-    }();
-    out.body = dump(response.complete(req.version, req.uid, endpoint));
+    ReviewRequest<NlohmannView> view;
+    view.version = req.version;
+    view.uid = req.uid;
+    view.group = req.group;
+    view.kind = req.kind;
+    view.sub_resource = req.sub_resource;
+    view.operation = req.operation;
+    view.namespace_ = req.namespace_;
+    view.name = req.name;
+    view.dry_run = req.dry_run;
+    view.object = NlohmannView(req.object);
+    view.old_object = NlohmannView(req.old_object);
+    RequestDocument document(req);
+    answer(Expected<ReviewRequest<NlohmannView>>(view), document, endpoint, mode, context, out);
     return out;
   } catch (...) {
     // Only an allocation failure or similar reaches here: no review can be

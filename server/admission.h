@@ -38,18 +38,24 @@ struct AdmissionOutcome {
   std::string namespace_;
   std::string kind;
   std::string name;
-  std::string verdict;   // "pass" ... "skip"; "" when nothing was evaluated
-  std::string decision;  // "allow", "deny", "warn", "patch", "error"
-  std::string mode;      // "enforce", "warn", "dryrun"
-  bool dry_run = false;  // the request's own dryRun: evaluate, record nowhere
+  std::string verdict;             // "pass" ... "skip"; "" when nothing was evaluated
+  std::string decision;            // "allow", "deny", "warn", "patch", "error"
+  std::string mode;                // "enforce", "warn", "dryrun"
+  bool dry_run = false;            // the request's own dryRun: evaluate, record nowhere
   std::optional<Decision> record;  // the decision record, when one was made
 };
+
+// How the body is parsed: `fast` (simdjson, falling back to nlohmann::json
+// for whatever it does not take) or `reference` (nlohmann::json only). Both
+// give the same outcome; `reference` exists to test that they do.
+enum class ReviewParser : unsigned char { fast, reference };
 
 // `mode_param` is the URL's `mode` query parameter ("" when absent); it
 // overrides the policy's mode. Never throws: an internal error is answered
 // according to policy onError.
 [[nodiscard]] AdmissionOutcome handle_admission(Endpoint endpoint, std::string_view mode_param,
                                                 std::string_view body,
-                                                const AdmissionContext& context);
+                                                const AdmissionContext& context,
+                                                ReviewParser parser = ReviewParser::fast);
 
 }  // namespace cudagate

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <unordered_set>
 
+#include "server/json_write.h"
+
 namespace cudagate {
 namespace {
 
@@ -194,6 +196,74 @@ json AdmissionResponse::complete(ReviewVersion version, std::string_view uid,
   review["kind"] = "AdmissionReview";
   review["response"] = std::move(response);
   return review;
+}
+
+std::string AdmissionResponse::serialize(ReviewVersion version, std::string_view uid,
+                                         Endpoint endpoint) const {
+  // Members in the order nlohmann::json keeps them (sorted by key), so the
+  // text is what complete().dump() would print.
+  std::vector<std::pair<std::string_view, std::string>> annotations;
+  annotations.reserve(audit_annotations_.size());
+  for (const auto& [key, value] : audit_annotations_) {
+    if (!valid_audit_annotation_key(key)) continue;
+    std::string v = valid_utf8(value);
+    if (v.size() > kMaxAuditAnnotationValueBytes) {
+      std::size_t cut = kMaxAuditAnnotationValueBytes - 3;
+      while (cut > 0 && (static_cast<unsigned char>(v[cut]) & 0xC0) == 0x80) --cut;
+      v.resize(cut);
+      v += "...";
+    }
+    annotations.emplace_back(key, std::move(v));
+  }
+  std::stable_sort(annotations.begin(), annotations.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  const std::vector<std::string> warnings = sanitize_warnings(warnings_);
+
+  std::string out;
+  out.reserve(192 + message_.size() + uid.size());
+  out += R"({"apiVersion":)";
+  append_json_string(out, api_version_of(version));
+  out += R"(,"kind":"AdmissionReview","response":{"allowed":)";
+  out += allowed_ ? "true" : "false";
+  if (!annotations.empty()) {
+    out += R"(,"auditAnnotations":{)";
+    for (std::size_t i = 0; i < annotations.size(); ++i) {
+      // Repeated keys: the last value, as an object keeps it.
+      if (i + 1 < annotations.size() && annotations[i + 1].first == annotations[i].first) continue;
+      if (out.back() != '{') out += ',';
+      append_json_string(out, annotations[i].first);
+      out += ':';
+      append_json_string(out, annotations[i].second);
+    }
+    out += '}';
+  }
+  if (endpoint == Endpoint::mutate && allowed_ && patch_.is_array() && !patch_.empty()) {
+    out += R"(,"patch":)";
+    append_json_string(out,
+                       base64_encode(patch_.dump(-1, ' ', false, json::error_handler_t::replace)));
+    out += R"(,"patchType":"JSONPatch")";
+  }
+  if (!allowed_) {
+    out += R"(,"status":{"code":)";
+    append_json_int(out, code_);
+    out += R"(,"message":)";
+    append_json_string(out, valid_utf8(message_));
+    out += R"(,"reason":)";
+    append_json_string(out, reason_);
+    out += R"(,"status":"Failure"})";
+  }
+  out += R"(,"uid":)";
+  append_json_string(out, valid_utf8(uid));
+  if (!warnings.empty()) {
+    out += R"(,"warnings":[)";
+    for (std::size_t i = 0; i < warnings.size(); ++i) {
+      if (i > 0) out += ',';
+      append_json_string(out, warnings[i]);
+    }
+    out += ']';
+  }
+  out += "}}";
+  return out;
 }
 
 bool valid_audit_annotation_key(std::string_view key) {

@@ -60,6 +60,10 @@ class AdmissionResponse {
   // patch is never sent (a validating webhook may not return one).
   [[nodiscard]] nlohmann::json complete(ReviewVersion version, std::string_view uid,
                                         Endpoint endpoint) const;
+  // complete() as JSON text, written directly: byte for byte what
+  // complete().dump() prints, without building the document.
+  [[nodiscard]] std::string serialize(ReviewVersion version, std::string_view uid,
+                                      Endpoint endpoint) const;
 
  private:
   AdmissionResponse() = default;

@@ -44,7 +44,16 @@ using Keys = std::vector<std::string_view>;
 // (label key, value) pairs; the views point into the inventory's nodes.
 using Signature = std::vector<std::pair<std::string_view, std::string_view>>;
 
-bool has(const Node& node, std::string_view key) {
+// One node's labels as the inventory keeps them (valid as long as it).
+struct NodeLabels {
+  const Inventory& inventory;
+  std::size_t index;
+  [[nodiscard]] const std::string* label(std::string_view key) const {
+    return inventory.node_label(index, key);
+  }
+};
+
+bool has(const NodeLabels& node, std::string_view key) {
   return node.label(key) != nullptr;
 }
 
@@ -55,7 +64,7 @@ void add_key(Keys& keys, std::string_view key) {
 
 // Appends the parts present, in order; false when none is.
 template <std::size_t N>
-bool add_present(Keys& keys, const Node& node, const std::string_view (&parts)[N]) {
+bool add_present(Keys& keys, const NodeLabels& node, const std::string_view (&parts)[N]) {
   bool any = false;
   for (const auto k : parts) {
     if (has(node, k)) {
@@ -66,7 +75,7 @@ bool add_present(Keys& keys, const Node& node, const std::string_view (&parts)[N
   return any;
 }
 
-bool add_first_present(Keys& keys, const Node& node,
+bool add_first_present(Keys& keys, const NodeLabels& node,
                        std::initializer_list<std::string_view> keys_in_order) {
   for (const auto k : keys_in_order) {
     if (has(node, k)) {
@@ -77,7 +86,7 @@ bool add_first_present(Keys& keys, const Node& node,
   return false;
 }
 
-bool add_cloud_key(Keys& keys, const Node& node, const CompatDb& db) {
+bool add_cloud_key(Keys& keys, const NodeLabels& node, const CompatDb& db) {
   for (const auto& c : db.cloud_accelerators) {
     if (has(node, c.label)) {
       add_key(keys, c.label);
@@ -87,13 +96,13 @@ bool add_cloud_key(Keys& keys, const Node& node, const CompatDb& db) {
   return false;
 }
 
-bool add_product_keys(Keys& keys, const Node& node, const CompatDb& db) {
+bool add_product_keys(Keys& keys, const NodeLabels& node, const CompatDb& db) {
   return add_first_present(keys, node, {kGfdProduct, kCudagateProduct}) ||
          add_cloud_key(keys, node, db);
 }
 
 // The labels the node's driver fact was read from.
-bool add_driver_keys(Keys& keys, const Node& node, const GpuFacts& facts) {
+bool add_driver_keys(Keys& keys, const NodeLabels& node, const GpuFacts& facts) {
   switch (facts.driver_source) {
     case NodeFactSource::gfd:
       return add_first_present(keys, node, {kGfdDriverFull}) ||
@@ -110,7 +119,8 @@ bool add_driver_keys(Keys& keys, const Node& node, const GpuFacts& facts) {
 }
 
 // The labels the node's compute capability was read from.
-bool add_compute_keys(Keys& keys, const Node& node, const GpuFacts& facts, const CompatDb& db) {
+bool add_compute_keys(Keys& keys, const NodeLabels& node, const GpuFacts& facts,
+                      const CompatDb& db) {
   switch (facts.cc_source) {
     case NodeFactSource::gfd:
       return add_present(keys, node, kGfdComputeParts);
@@ -128,7 +138,7 @@ bool add_compute_keys(Keys& keys, const Node& node, const GpuFacts& facts, const
 
 // The keys `scheme` pins `node` on, into `keys` (cleared first); false
 // when the node lacks them.
-bool scheme_keys(Scheme scheme, const Node& node, const GpuFacts& facts, const CompatDb& db,
+bool scheme_keys(Scheme scheme, const NodeLabels& node, const GpuFacts& facts, const CompatDb& db,
                  Keys& keys) {
   keys.clear();
   switch (scheme) {
@@ -186,7 +196,7 @@ Expected<std::vector<NodeSelectorTerm>> scheme_terms(Scheme scheme, const NodeSe
     }
     compatible.for_each([&](std::size_t i) {
       NodeSelectorTerm term;
-      term.match_fields.push_back({"metadata.name", "In", {inventory.node(i).name}});
+      term.match_fields.push_back({"metadata.name", "In", {inventory.node_name(i)}});
       terms.push_back(std::move(term));
       return true;
     });
@@ -205,7 +215,7 @@ Expected<std::vector<NodeSelectorTerm>> scheme_terms(Scheme scheme, const NodeSe
       if (group_seen[group]) return true;
       group_seen[group] = true;
     }
-    const Node& node = inventory.node(i);
+    const NodeLabels node{inventory, i};
     const GpuFacts& facts = inventory.groups()[group].facts;
     if (!scheme_keys(scheme, node, facts, db, node_keys)) {
       complete = false;

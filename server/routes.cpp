@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <boost/beast/core/string.hpp>
 #include <chrono>
 #include <nlohmann/json.hpp>
@@ -10,6 +11,8 @@
 #include <string_view>
 
 #include "server/admission.h"
+#include "server/admission_response.h"
+#include "server/json_write.h"
 
 namespace cudagate {
 namespace {
@@ -107,33 +110,58 @@ HttpResponse admit(Endpoint endpoint, std::string_view endpoint_name, std::strin
   const auto snapshot = state.snapshot();
   const AdmissionContext context{*snapshot->db, *snapshot->policy, *snapshot->inventory};
   const std::string mode = query_parameter(query, "mode").value_or("");
-  const AdmissionOutcome outcome = handle_admission(endpoint, mode, request.body(), context);
+  AdmissionOutcome outcome = handle_admission(endpoint, mode, request.body(), context);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   HttpResponse res{static_cast<http::status>(outcome.http_status), request.version()};
   res.set(http::field::content_type, outcome.content_type);
-  res.body() = outcome.body;
+  res.body() = std::move(outcome.body);
 
   if (outcome.dry_run) return res;
-  const std::string verdict = outcome.verdict.empty() ? "none" : outcome.verdict;
-  const std::string decision = outcome.decision.empty() ? "error" : outcome.decision;
-  const std::string effective_mode = outcome.mode.empty() ? "none" : outcome.mode;
+  auto or_else = [](const std::string& value, std::string_view fallback) {
+    return value.empty() ? fallback : std::string_view(value);
+  };
+  const std::string_view verdict = or_else(outcome.verdict, "none");
+  const std::string_view decision = or_else(outcome.decision, "error");
+  const std::string_view effective_mode = or_else(outcome.mode, "none");
   metrics.admission(endpoint_name, verdict, decision, effective_mode, seconds);
   if (outcome.record) count_lookups(*outcome.record, metrics);
 
-  nlohmann::json line = {{"msg", "admission"},     {"endpoint", endpoint_name},
-                         {"uid", outcome.uid},     {"namespace", outcome.namespace_},
-                         {"kind", outcome.kind},   {"name", outcome.name},
-                         {"verdict", verdict},     {"decision", decision},
-                         {"mode", effective_mode}, {"duration_ms", seconds * 1000.0}};
-  if (outcome.http_status != 200) {
-    line["msg"] = "admission request refused";
-    line["status"] = outcome.http_status;
-    line["error"] = error_message_of(outcome.body);
-    spdlog::warn("{}", line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  // One JSON object per decision, written directly (members in key order).
+  const bool refused = outcome.http_status != 200;
+  std::string line;
+  line.reserve(256);
+  auto member = [&line](std::string_view key, std::string_view value) {
+    line += line.empty() ? '{' : ',';
+    append_json_string(line, key);
+    line += ':';
+    const bool ascii = std::all_of(value.begin(), value.end(),
+                                   [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+    if (ascii) {
+      append_json_string(line, value);
+    } else {
+      append_json_string(line, valid_utf8(value));
+    }
+  };
+  member("decision", decision);
+  line += R"(,"duration_ms":)";
+  line += fmt::format("{}", seconds * 1000.0);
+  member("endpoint", endpoint_name);
+  if (refused) member("error", error_message_of(res.body()));
+  member("kind", outcome.kind);
+  member("mode", effective_mode);
+  member("msg", refused ? "admission request refused" : "admission");
+  member("name", outcome.name);
+  member("namespace", outcome.namespace_);
+  if (refused) line += R"(,"status":)" + std::to_string(outcome.http_status);
+  member("uid", outcome.uid);
+  member("verdict", verdict);
+  line += '}';
+  if (refused) {
+    spdlog::warn("{}", line);
   } else {
-    spdlog::info("{}", line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    spdlog::info("{}", line);
   }
   return res;
 }

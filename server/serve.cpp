@@ -26,6 +26,7 @@
 #include "server/cli_common.h"
 #include "server/file_watch.h"
 #include "server/metrics.h"
+#include "server/node_loader.h"
 #include "server/routes.h"
 #include "server/state.h"
 #include "server/tls_server.h"
@@ -191,8 +192,8 @@ void serve(const ServeOptions& options) {
       std::make_shared<const CompatDb>(cli::value_or_fail(cli::load_compat_db_option(common)));
   auto policy =
       std::make_shared<const Policy>(cli::value_or_fail(cli::load_policy_option(common, *db)));
-  auto inventory = std::make_shared<const Inventory>(
-      cli::value_or_fail(cli::load_inventory_file(common.nodes, *db)));
+  auto inventory =
+      std::make_shared<const Inventory>(cli::value_or_fail(load_inventory(common.nodes, *db)));
   const TlsFiles tls_files{options.tls_cert, options.tls_key, options.client_ca};
   TlsIdentity identity = cli::value_or_fail(load_tls_identity(tls_files));
 
@@ -233,7 +234,7 @@ void serve(const ServeOptions& options) {
     });
   }
   watch.watch({common.nodes}, [&] {
-    auto reloaded = cli::load_inventory_file(common.nodes, *db);
+    auto reloaded = load_inventory(common.nodes, *db);
     if (!reloaded) {
       metrics.reload("nodes", "error");
       spdlog::error("inventory not reloaded, keeping the previous one: {}", reloaded.error().str());

@@ -1,0 +1,262 @@
+#include "server/node_loader.h"
+
+#include <simdjson.h>
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string_view>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "policy/node.h"
+#include "policy/node_reader.h"
+#include "server/cli_common.h"
+#include "server/simd_json_view.h"
+
+namespace cudagate {
+namespace {
+
+constexpr std::size_t kChunk = 1 << 20;
+// Items are a few kilobytes; the parser grows for a larger one.
+constexpr std::size_t kInitialCapacity = 64 * 1024;
+
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+// The file as a stream of bytes with a window that keeps everything from a
+// mark on: an item being scanned stays in one contiguous piece.
+class Reader {
+ public:
+  explicit Reader(std::FILE* file) : file_(file), buffer_(kChunk) {}
+
+  // The byte at the cursor, reading more when needed; -1 at the end.
+  int peek() {
+    if (pos_ == end_ && !fill()) return -1;
+    return static_cast<unsigned char>(buffer_[pos_]);
+  }
+  int next() {
+    const int c = peek();
+    if (c >= 0) ++pos_;
+    return c;
+  }
+  int next_non_space() {
+    int c = next();
+    while (c >= 0 && is_space(static_cast<char>(c))) c = next();
+    return c;
+  }
+
+  // Skips the rest of an object or array whose opening bracket was read.
+  // Strings take most of the bytes: they are crossed with memchr.
+  bool skip_nested() {
+    std::size_t depth = 1;
+    while (true) {
+      if (pos_ == end_ && !fill()) return false;
+      const char c = buffer_[pos_++];
+      if (c == '"') {
+        if (!skip_string_body()) return false;
+      } else if (c == '{' || c == '[') {
+        ++depth;
+      } else if ((c == '}' || c == ']') && --depth == 0) {
+        return true;
+      }
+    }
+  }
+
+  // Everything from the byte before the cursor on is kept until release().
+  void mark_previous() { mark_ = pos_ - 1; }
+  [[nodiscard]] std::string_view marked() const { return {buffer_.data() + mark_, pos_ - mark_}; }
+  void release() { mark_ = kNoMark; }
+  [[nodiscard]] bool failed() const { return std::ferror(file_) != 0; }
+
+ private:
+  static constexpr std::size_t kNoMark = static_cast<std::size_t>(-1);
+
+  // Moves past the closing quote of a string whose opening quote was read.
+  bool skip_string_body() {
+    while (true) {
+      const void* quote = std::memchr(buffer_.data() + pos_, '"', end_ - pos_);
+      if (quote == nullptr) {
+        pos_ = end_;
+        // A backslash at the end escapes the first byte of the next chunk.
+        const bool escaped = trailing_backslashes(end_) % 2 == 1;
+        if (!fill()) return false;
+        if (escaped) ++pos_;
+        continue;
+      }
+      const auto at = static_cast<std::size_t>(static_cast<const char*>(quote) - buffer_.data());
+      pos_ = at + 1;
+      if (trailing_backslashes(at) % 2 == 0) return true;
+    }
+  }
+
+  // The backslashes just before `at`, back to pos_'s string at most.
+  [[nodiscard]] std::size_t trailing_backslashes(std::size_t at) const {
+    std::size_t n = 0;
+    while (at > n && buffer_[at - n - 1] == '\\') ++n;
+    return n;
+  }
+
+  bool fill() {
+    // Keep the marked bytes, drop the rest, then read behind them.
+    const std::size_t keep = mark_ == kNoMark ? end_ : mark_;
+    if (keep > 0) {
+      std::memmove(buffer_.data(), buffer_.data() + keep, end_ - keep);
+      end_ -= keep;
+      pos_ -= keep;
+      if (mark_ != kNoMark) mark_ = 0;
+    }
+    if (end_ == buffer_.size()) buffer_.resize(buffer_.size() * 2);
+    const std::size_t n = std::fread(buffer_.data() + end_, 1, buffer_.size() - end_, file_);
+    end_ += n;
+    return n > 0;
+  }
+
+  std::FILE* file_;
+  std::vector<char> buffer_;
+  std::size_t pos_ = 0;
+  std::size_t end_ = 0;
+  std::size_t mark_ = kNoMark;
+};
+
+// Skips the rest of a string whose opening quote was read.
+bool skip_string(Reader& in) {
+  while (true) {
+    const int c = in.next();
+    if (c < 0) return false;
+    if (c == '"') return true;
+    if (c == '\\' && in.next() < 0) return false;
+  }
+}
+
+// Skips the rest of a JSON value whose first byte `first` was read: the
+// extent only; simdjson checks the content.
+bool skip_value(Reader& in, int first) {
+  if (first == '"') return skip_string(in);
+  if (first == '{' || first == '[') return in.skip_nested();
+  // A number or a literal: up to the next delimiter.
+  while (true) {
+    const int c = in.peek();
+    if (c < 0 || c == ',' || c == '}' || c == ']' || is_space(static_cast<char>(c))) return true;
+    in.next();
+  }
+}
+
+// simdjson's parser with a padded copy of one value, reused.
+class ValueParser {
+ public:
+  std::optional<SimdJsonView> parse(std::string_view text) {
+    if (!allocated_) {
+      // The ordinary reader refuses JSON nested deeper than 512 levels; an
+      // item starts two levels down (the list, its items).
+      if (parser_.allocate(kInitialCapacity, 510) != simdjson::SUCCESS) return std::nullopt;
+      allocated_ = true;
+    }
+    if (text.size() + simdjson::SIMDJSON_PADDING > padded_.size()) {
+      padded_.resize(text.size() + simdjson::SIMDJSON_PADDING);
+    }
+    std::memcpy(padded_.data(), text.data(), text.size());
+    std::memset(padded_.data() + text.size(), 0, simdjson::SIMDJSON_PADDING);
+    simdjson::dom::element root;
+    if (parser_.parse(padded_.data(), text.size(), false).get(root) != simdjson::SUCCESS) {
+      return std::nullopt;
+    }
+    return SimdJsonView(root);
+  }
+
+ private:
+  simdjson::dom::parser parser_;
+  bool allocated_ = false;
+  std::vector<char> padded_;
+};
+
+// Reads the top-level object member by member; nullopt for anything that is
+// not a node list this reader takes.
+std::optional<Inventory> read_list(Reader& in, const CompatDb& db) {
+  if (in.next_non_space() != '{') return std::nullopt;
+  InventoryBuilder builder(db);
+  ValueParser values;
+  Node node;  // reused: its strings keep their capacity
+  std::unordered_set<std::string> names;
+  std::unordered_set<std::string> keys;
+  bool have_items = false;
+  bool list_kind = true;  // kind absent, null, "" or "...List"
+
+  int c = in.next_non_space();
+  if (c == '}') return std::nullopt;  // no items
+  while (true) {
+    // A member name: plain text only (an escape sends the file the other way).
+    if (c != '"') return std::nullopt;
+    std::string key;
+    while ((c = in.next()) != '"') {
+      if (c < 0 || c == '\\') return std::nullopt;
+      key += static_cast<char>(c);
+    }
+    if (!keys.insert(key).second) return std::nullopt;  // repeated: the last would count
+    if (in.next_non_space() != ':') return std::nullopt;
+    c = in.next_non_space();
+    if (c < 0) return std::nullopt;
+    if (key == "items") {
+      if (c != '[') return std::nullopt;
+      have_items = true;
+      c = in.next_non_space();
+      if (c != ']') {
+        while (true) {
+          if (c != '{') return std::nullopt;
+          in.mark_previous();
+          if (!skip_value(in, c)) return std::nullopt;
+          const auto item = values.parse(in.marked());
+          in.release();
+          if (!item || node_reader::read_node_into(*item, node)) return std::nullopt;
+          if (!names.insert(node.name).second) return std::nullopt;  // a duplicate: reported there
+          builder.add(node);
+          c = in.next_non_space();
+          if (c == ']') break;
+          if (c != ',') return std::nullopt;
+          c = in.next_non_space();
+        }
+      }
+    } else {
+      in.mark_previous();
+      if (!skip_value(in, c)) return std::nullopt;
+      const auto value = values.parse(in.marked());
+      in.release();
+      if (!value) return std::nullopt;
+      if (key == "kind") {
+        if (value->is_string()) {
+          const std::string_view kind = value->string();
+          list_kind = kind.empty() || (kind.size() >= 4 && kind.substr(kind.size() - 4) == "List");
+        } else {
+          list_kind = value->is_null();
+        }
+      }
+    }
+    c = in.next_non_space();
+    if (c == '}') break;
+    if (c != ',') return std::nullopt;
+    c = in.next_non_space();
+  }
+  if (in.next_non_space() >= 0 || in.failed()) return std::nullopt;  // trailing text
+  if (!have_items || !list_kind || builder.size() == 0) return std::nullopt;
+  return builder.finish();
+}
+
+}  // namespace
+
+std::optional<Inventory> load_node_list_streaming(const std::string& path, const CompatDb& db) {
+  if (path == "-") return std::nullopt;
+  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
+                                                             &std::fclose);
+  if (!file) return std::nullopt;
+  Reader in(file.get());
+  return read_list(in, db);
+}
+
+Expected<Inventory> load_inventory(const std::string& path, const CompatDb& db) {
+  if (auto inventory = load_node_list_streaming(path, db)) return std::move(*inventory);
+  return cli::load_inventory_file(path, db);
+}
+
+}  // namespace cudagate

@@ -1,0 +1,31 @@
+#pragma once
+// Loading the node inventory file (--nodes) fast and in little memory.
+//
+// `kubectl get nodes -o json` of a large fleet is tens of megabytes (about
+// 4.5 KB a node). It is read in chunks; each item of the list is parsed on
+// its own with simdjson, read by the same mapping as every node
+// (policy/node_reader.h) and indexed at once (InventoryBuilder), so the list
+// never sits in memory whole, as text or as a document. Anything else (YAML,
+// a single Node, a shape this reader does not take, any error) is read by
+// cli::load_inventory_file, which reads the whole file and gives the errors:
+// the result, or the error, is the same either way.
+
+#include <optional>
+#include <string>
+
+#include "compat-db/compat_db.h"
+#include "policy/expected.h"
+#include "policy/inventory.h"
+
+namespace cudagate {
+
+// The inventory of a JSON node list (NodeList or List) read item by item;
+// nullopt when the file is not one this reader takes, or holds anything it
+// would have to report (the caller then reads it the ordinary way).
+[[nodiscard]] std::optional<Inventory> load_node_list_streaming(const std::string& path,
+                                                                const CompatDb& db);
+
+// load_node_list_streaming, else cli::load_inventory_file.
+Expected<Inventory> load_inventory(const std::string& path, const CompatDb& db);
+
+}  // namespace cudagate
