@@ -542,7 +542,11 @@ const NodeSet& Inventory::candidate_slots(const PodSpec& spec, CandidateScratch&
   auto& requests = scratch.requests;
   requests.clear();
   for (const ContainerSpec& c : spec.containers) {
-    for (const auto& [resource, amount] : c.resources) {
+    for (const auto& entry : c.resources) {
+      // A named reference, not a structured binding: clang before 16 cannot
+      // capture bindings in a lambda.
+      const std::string& resource = entry.first;
+      const auto amount = entry.second;
       auto it =
           std::find_if(requests.begin(), requests.end(),
                        [&](const CandidateScratch::Request& r) { return r.resource == resource; });
