@@ -14,7 +14,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "compat-db/compat_db.h"
@@ -108,11 +110,17 @@ Workload training_pod(const char* cuda_version) {
   return w;
 }
 
+// Built on a thread of their own, as the server reads its inventory
+// (server/node_loader.h): building leaves the heap of the thread strewn with
+// free chunks that would slow the decisions' allocations down.
 const Inventory& inventory_of(int count) {
   static std::map<int, Inventory> cache;
   auto it = cache.find(count);
-  if (it == cache.end())
-    it = cache.emplace(count, Inventory::build(generate_fleet(count), db())).first;
+  if (it == cache.end()) {
+    std::optional<Inventory> built;
+    std::thread([&] { built.emplace(Inventory::build(generate_fleet(count), db())); }).join();
+    it = cache.emplace(count, std::move(*built)).first;
+  }
   return it->second;
 }
 

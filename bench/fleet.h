@@ -19,6 +19,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "compat-db/compat_db.h"
@@ -194,11 +195,17 @@ inline std::vector<Node> fleet(int count) {
   return nodes;
 }
 
-// The indexed fleet of `count` nodes, built once per count.
+// The indexed fleet of `count` nodes, built once per count, on a thread of
+// its own as the server reads its inventory (server/node_loader.h), so that
+// building leaves no free chunks in the heap the requests allocate from.
 inline const Inventory& inventory(int count) {
   static std::map<int, std::unique_ptr<Inventory>> cache;
   auto& slot = cache[count];
-  if (!slot) slot = std::make_unique<Inventory>(Inventory::build(fleet(count), db()));
+  if (!slot) {
+    std::thread([&] {
+      slot = std::make_unique<Inventory>(Inventory::build(fleet(count), db()));
+    }).join();
+  }
   return *slot;
 }
 

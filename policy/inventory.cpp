@@ -145,10 +145,12 @@ struct InventoryBuilder::State {
     if (it != ids.end()) return it->second;
     const auto id = static_cast<std::uint32_t>(inv.strings_.size());
     inv.strings_.emplace_back(text);
-    ids.emplace(std::string_view(inv.strings_.back()), id);
+    views.emplace_back(inv.strings_.back());
+    ids.emplace(views.back(), id);
     return id;
   }
-  std::string_view view(std::uint32_t id) const { return inv.strings_[id]; }
+  std::string_view view(std::uint32_t id) const { return views[id]; }
+  std::vector<std::string_view> views;  // of inv.strings_, by id
 
   // The nodes of a fleet carry mostly the same label keys, and many the
   // same values: a key is first looked for among the previous node's keys
@@ -352,6 +354,7 @@ Inventory InventoryBuilder::finish() {
   inv.node_resources_.shrink_to_fit();
   Inventory out = std::move(inv);
   st.ids.clear();
+  st.views.clear();
   st.members_of.clear();
   return out;
 }
@@ -543,10 +546,8 @@ const NodeSet& Inventory::candidate_slots(const PodSpec& spec, CandidateScratch&
   requests.clear();
   for (const ContainerSpec& c : spec.containers) {
     for (const auto& entry : c.resources) {
-      // A named reference, not a structured binding: clang before 16 cannot
-      // capture bindings in a lambda.
-      const std::string& resource = entry.first;
-      const auto amount = entry.second;
+      const std::string_view resource = entry.first;
+      const std::int64_t amount = entry.second;
       auto it =
           std::find_if(requests.begin(), requests.end(),
                        [&](const CandidateScratch::Request& r) { return r.resource == resource; });

@@ -117,8 +117,9 @@ class RequestDocument {
       auto decoded = decode_admission_review(body_);
       // The fast parser read this body as a review: nlohmann::json reads
       // it too, unless memory ran out.
-      if (!decoded)
+      if (!decoded) {
         throw std::runtime_error("review not decodable twice: " + decoded.error().str());
+      }
       owned_ = std::move(*decoded);
       decoded_ = &*owned_;
     }

@@ -100,8 +100,9 @@ MetricFamily::MetricFamily(std::string name, std::string help, MetricType type,
 
 MetricFamily::Sample* MetricFamily::sample(std::initializer_list<std::string_view> labels) {
   if (labels.size() != label_names_.size()) return nullptr;
-  std::vector<std::string> key(labels.begin(), labels.end());
-  auto [it, inserted] = samples_.try_emplace(std::move(key));
+  if (const auto it = samples_.find(labels); it != samples_.end()) return &it->second;
+  auto [it, inserted] =
+      samples_.try_emplace(std::vector<std::string>(labels.begin(), labels.end()));
   if (inserted && type_ == MetricType::histogram) it->second.counts.assign(buckets_.size() + 1, 0);
   return &it->second;
 }

@@ -10,6 +10,7 @@
 // render() writes every family with HELP and TYPE lines, so the output
 // passes `promtool check metrics`.
 
+#include <algorithm>
 #include <cstddef>
 #include <initializer_list>
 #include <map>
@@ -54,7 +55,18 @@ class MetricFamily {
   std::vector<std::string> label_names_;
   std::vector<double> buckets_;  // upper bounds, increasing; +Inf implied
   mutable std::mutex mutex_;
-  std::map<std::vector<std::string>, Sample> samples_;
+  // Label values in order; looked up by views, so that updating an existing
+  // sample allocates nothing.
+  struct LabelsLess {
+    using is_transparent = void;
+    template <class A, class B>
+    bool operator()(const A& a, const B& b) const {
+      return std::lexicographical_compare(
+          a.begin(), a.end(), b.begin(), b.end(),
+          [](const auto& x, const auto& y) { return std::string_view(x) < std::string_view(y); });
+    }
+  };
+  std::map<std::vector<std::string>, Sample, LabelsLess> samples_;
 };
 
 class MetricsRegistry {

@@ -2,10 +2,16 @@
 
 #include <simdjson.h>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <string_view>
+#include <thread>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -254,9 +260,35 @@ std::optional<Inventory> load_node_list_streaming(const std::string& path, const
   return read_list(in, db);
 }
 
+void release_free_memory() {
+#if defined(__GLIBC__)
+  // Reading a list leaves the heap full of small free chunks, which slow
+  // every later allocation down (malloc searches them) and hold memory:
+  // merge them and hand what is whole back to the system.
+  malloc_trim(0);
+#endif
+}
+
 Expected<Inventory> load_inventory(const std::string& path, const CompatDb& db) {
-  if (auto inventory = load_node_list_streaming(path, db)) return std::move(*inventory);
-  return cli::load_inventory_file(path, db);
+  // Read on a thread of its own: glibc gives it its own heap (arena), so
+  // that the reading's many short-lived allocations leave the heap of the
+  // thread that serves requests as it was, instead of strewn with free
+  // chunks that every later allocation there would search.
+  std::optional<Expected<Inventory>> out;
+  std::exception_ptr failure;
+  std::thread reader([&] {
+    try {
+      auto inventory = load_node_list_streaming(path, db);
+      out.emplace(inventory ? Expected<Inventory>(std::move(*inventory))
+                            : cli::load_inventory_file(path, db));
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  });
+  reader.join();
+  if (failure) std::rethrow_exception(failure);
+  release_free_memory();
+  return std::move(*out);
 }
 
 }  // namespace cudagate

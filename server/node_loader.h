@@ -25,7 +25,13 @@ namespace cudagate {
 [[nodiscard]] std::optional<Inventory> load_node_list_streaming(const std::string& path,
                                                                 const CompatDb& db);
 
-// load_node_list_streaming, else cli::load_inventory_file.
+// load_node_list_streaming, else cli::load_inventory_file; then the memory
+// the reading freed is returned (release_free_memory).
 Expected<Inventory> load_inventory(const std::string& path, const CompatDb& db);
+
+// Gives the heap's free memory back to the system and merges its free
+// chunks (glibc's malloc_trim; nothing elsewhere). For after a large
+// inventory was read, or replaced.
+void release_free_memory();
 
 }  // namespace cudagate

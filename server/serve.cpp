@@ -246,6 +246,7 @@ void serve(const ServeOptions& options) {
                  cli::display_name(common.nodes), fresh->size(), fresh->gpu_nodes(),
                  fresh->unknown_gpu_nodes());
     state.set_inventory(std::move(fresh));
+    release_free_memory();  // the previous inventory, when no request holds it any more
     metrics.reload("nodes", "success");
   });
   std::vector<std::string> tls_paths{tls_files.cert, tls_files.key};

@@ -137,9 +137,11 @@ class SimdJsonView {
     };
     // Go (kubectl, the API server) writes map keys sorted: often no sort.
     // Otherwise large objects (the labels of a node list's items) tend to
-    // repeat the previous one's keys in the same order: its order is reused.
+    // repeat an earlier one's keys in the same order: its order is reused.
     if (!std::is_sorted(members, members + n, before)) {
-      thread_local KeyOrder order;
+      // A few shapes (a CPU pool's labels, a GPU pool's...), told apart by size.
+      thread_local std::array<KeyOrder, 8> orders;
+      KeyOrder& order = orders[n % orders.size()];
       if (n < kRememberedOrder || !order.apply(members, n)) {
         std::sort(members, members + n, before);
         if (n >= kRememberedOrder) order.remember(members, n);

@@ -568,3 +568,74 @@ TEST(Inventory, TenThousandNodes) {
 
 }  // namespace
 }  // namespace cudagate
+
+namespace cudagate {
+namespace {
+
+// Node i reads back as it was given: names, labels, taints, cordon and
+// resources survive the compact storage.
+TEST(Inventory, NodesReadBackAsGiven) {
+  std::vector<Node> nodes = cluster();
+  // Labels out of order are put in order.
+  nodes[0].labels = {{"zone", "b"}, {"pool", "t4"}, {"arch", "amd64"}};
+  nodes[1].taints.push_back(Taint{"soft", "x", "PreferNoSchedule"});
+  const Inventory inv = Inventory::build(nodes, test_db());
+  ASSERT_EQ(inv.size(), nodes.size());
+  std::sort(nodes[0].labels.begin(), nodes[0].labels.end());
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const Node got = inv.node(i);
+    EXPECT_EQ(got.name, nodes[i].name);
+    EXPECT_EQ(inv.node_name(i), nodes[i].name);
+    EXPECT_EQ(got.labels, nodes[i].labels) << nodes[i].name;
+    EXPECT_EQ(got.taints, nodes[i].taints) << nodes[i].name;
+    EXPECT_EQ(got.unschedulable, nodes[i].unschedulable) << nodes[i].name;
+    EXPECT_EQ(got.allocatable, nodes[i].allocatable) << nodes[i].name;
+    for (const auto& [key, value] : nodes[i].labels) {
+      const std::string* found = inv.node_label(i, key);
+      ASSERT_NE(found, nullptr) << key;
+      EXPECT_EQ(*found, value);
+    }
+    EXPECT_EQ(inv.node_label(i, "no-such-label"), nullptr);
+    EXPECT_EQ(inv.node_label(i, ""), nullptr);
+  }
+}
+
+// The decision's view of the candidates (slots, each group one range)
+// matches candidates(), node for node and group for group.
+TEST(Inventory, CandidateSlotsMatchCandidates) {
+  const Inventory inv = Inventory::build(cluster(), test_db());
+  CandidateScratch scratch;
+  for (const std::string& spec_text :
+       {std::string(""), std::string(kTolerateAll), std::string("  nodeSelector: {pool: t4}\n"),
+        std::string("  nodeSelector: {pool: none}\n"),
+        affinity("[{matchExpressions: [{key: pool, operator: In, values: [a100, h100]}]}]") +
+            std::string(kTolerateAll)}) {
+    const PodSpec spec = spec_of(spec_text);
+    const NodeSet nodes = inv.candidates(spec);
+    const NodeSet& slots = inv.candidate_slots(spec, scratch);
+    EXPECT_EQ(slots.count(), nodes.count()) << spec_text;
+    std::size_t covered = 0;
+    for (std::size_t g = 0; g < inv.groups().size(); ++g) {
+      const auto [begin, end] = inv.group_slots(g);
+      covered += end - begin;
+      EXPECT_EQ(slots.count_range(begin, end), inv.groups()[g].members.count_and(nodes))
+          << spec_text << " group " << g;
+      std::size_t previous = 0;
+      bool first = true;
+      slots.for_each_in_range(begin, end, [&](std::size_t slot) {
+        const std::size_t i = inv.node_at_slot(slot);
+        EXPECT_TRUE(nodes.contains(i));
+        EXPECT_EQ(inv.group_of(i), g);
+        // Within a group, slots follow the nodes' order.
+        EXPECT_TRUE(first || i > previous);
+        previous = i;
+        first = false;
+        return true;
+      });
+    }
+    EXPECT_EQ(covered, inv.size());
+  }
+}
+
+}  // namespace
+}  // namespace cudagate

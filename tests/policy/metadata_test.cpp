@@ -48,10 +48,29 @@ Workload workload(const std::string& image, const std::vector<PodEnv>& env, Pair
   return w;
 }
 
+// Everything a resolution found, as text.
+template <class T>
+std::string sourced_text(const Sourced<T>& v) {
+  return (v.value ? v.value->str() : std::string("-")) + "|" + std::string(to_string(v.source)) +
+         "|" + v.text + "|" + v.name;
+}
+std::string text_of(const Expected<ContainerMetadata>& md) {
+  if (!md) return "error: " + md.error().str();
+  return sourced_text(md->cuda) + "/" + sourced_text(md->archs) + "/" + sourced_text(md->require) +
+         "/" + sourced_text(md->min_cc) + "/" + (md->require_disabled ? "disabled" : "");
+}
+
+// Every resolution is made twice: without a memo, and with one that all
+// tests share (so that it holds the results of earlier ones); both must agree.
 Expected<ContainerMetadata> resolve(const Workload& w, const Policy& policy = {},
                                     const RegistryFacts* registry = nullptr,
                                     const FlagValues* flags = nullptr) {
-  return resolve_metadata(w, w.spec.containers.front(), policy, db(), registry, flags);
+  static MetadataMemo memo;
+  auto plain = resolve_metadata(w, w.spec.containers.front(), policy, db(), registry, flags);
+  const auto remembered =
+      resolve_metadata(w, w.spec.containers.front(), policy, db(), registry, flags, &memo);
+  EXPECT_EQ(text_of(remembered), text_of(plain));
+  return plain;
 }
 
 ContainerMetadata resolve_ok(const Workload& w, const Policy& policy = {},

@@ -90,5 +90,60 @@ TEST(NodeSet, ForEachStopsWhenAsked) {
   EXPECT_EQ(seen, (std::vector<std::size_t>{5, 70}));
 }
 
+TEST(NodeSet, Ranges) {
+  const NodeSet s = of(300, {0, 5, 63, 64, 70, 127, 128, 140, 299});
+  struct Row {
+    std::size_t begin;
+    std::size_t end;
+    std::vector<std::size_t> expected;
+  };
+  const std::vector<Row> rows = {
+      {0, 300, {0, 5, 63, 64, 70, 127, 128, 140, 299}},
+      {0, 0, {}},
+      {5, 5, {}},
+      {6, 5, {}},
+      {5, 6, {5}},
+      {1, 64, {5, 63}},
+      {63, 65, {63, 64}},
+      {64, 128, {64, 70, 127}},
+      {65, 299, {70, 127, 128, 140}},
+      {141, 299, {}},
+      {299, 300, {299}},
+  };
+  for (const auto& row : rows) {
+    std::vector<std::size_t> seen;
+    s.for_each_in_range(row.begin, row.end, [&](std::size_t i) {
+      seen.push_back(i);
+      return true;
+    });
+    EXPECT_EQ(seen, row.expected) << row.begin << ".." << row.end;
+    EXPECT_EQ(s.count_range(row.begin, row.end), row.expected.size())
+        << row.begin << ".." << row.end;
+  }
+  std::vector<std::size_t> first_two;
+  s.for_each_in_range(0, 300, [&](std::size_t i) {
+    first_two.push_back(i);
+    return first_two.size() < 2;
+  });
+  EXPECT_EQ(first_two, (std::vector<std::size_t>{0, 5}));
+}
+
+TEST(NodeSet, ReusedStorage) {
+  NodeSet s = of(100, {1, 2});
+  s.assign(130, true);
+  EXPECT_EQ(s.universe(), 130U);
+  EXPECT_EQ(s.count(), 130U);
+  s.assign(10);
+  EXPECT_EQ(s.universe(), 10U);
+  EXPECT_TRUE(s.empty());
+  s.insert(3);
+  s.clear();
+  EXPECT_TRUE(s.empty());
+  NodeSet both;
+  both.assign_and(of(200, {1, 64, 150, 199}), of(200, {64, 150, 151}));
+  EXPECT_EQ(members(both), (std::vector<std::size_t>{64, 150}));
+  EXPECT_EQ(both.universe(), 200U);
+}
+
 }  // namespace
 }  // namespace cudagate
