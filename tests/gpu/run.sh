@@ -2,7 +2,8 @@
 # Checks cudagate's gpu-arch and cuda-driver rules against a real GPU.
 #
 # Builds one small kernel for several architecture lists (SASS for sm_80,
-# sm_86, sm_90, sm_90a, PTX only for compute_80, and the device's own),
+# sm_86, sm_90, sm_90a, sm_100, PTX only for compute_80, SASS for sm_80 with
+# PTX for an older and for a newer architecture, and the device's own),
 # runs each, and records whether it started or failed (e.g. "no kernel image
 # is available for execution on the device"). For each build it asks
 # `cudagate check` the same question with the facts read from nvidia-smi
@@ -52,6 +53,9 @@ builds=(
   "sm_90|-gencode=arch=compute_90,code=sm_90|90-real"
   "sm_90a|-gencode=arch=compute_90a,code=sm_90a|90a-real"
   "compute_80|-gencode=arch=compute_80,code=compute_80|80-virtual"
+  "sm_100|-gencode=arch=compute_100,code=sm_100|100-real"
+  "sm_80+compute_90|-gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_90,code=compute_90|80-real;90-virtual"
+  "sm_80+compute_100|-gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_100,code=compute_100|80-real;100-virtual"
   "own_sm_${own}|-gencode=arch=compute_${own},code=sm_${own}|${own}-real"
 )
 
@@ -95,7 +99,7 @@ YAML
   printf '%s\t%s\t%s\t%s\t%s\n' "$label" "$cmake_arch" "$runtime ($run_output)" "$verdict" "$agree" >>"$report"
 done
 
-column -t -s $'\t' "$report"
+if command -v column >/dev/null 2>&1; then column -t -s $'\t' "$report"; else cat "$report"; fi
 if [ "$disagreements" -ne 0 ]; then
   echo "gpu: $disagreements build(s) where cudagate and the device disagree"
   exit 1
