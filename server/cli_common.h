@@ -8,6 +8,7 @@
 //   cudagate: error: <file>: <field>: <what was expected>
 // produced by fail() (see cli.h for how the status reaches main()).
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -47,6 +48,14 @@ void add_common_options(CLI::App& command, CommonOptions& options);
 // {"time","level","msg"}; a message that is itself a JSON object has its
 // fields merged into the line instead of a "msg" (structured log lines).
 void setup_logging(const CommonOptions& options);
+
+// Lets a server batch its log lines: `schedule` is called, with the logger's
+// lock held, when a line is buffered into an empty buffer, and must arrange
+// for spdlog::default_logger()->flush() to run soon, on another call stack
+// (an asio::post). Warnings and errors are written at once regardless. An
+// empty function writes what is buffered and returns to writing every line
+// at once; set it before the scheduler's executor goes away.
+void set_log_flush_scheduler(std::function<void()> schedule);
 
 // How a path is named in messages: "-" is "<stdin>", others as given.
 [[nodiscard]] std::string display_name(std::string_view path);

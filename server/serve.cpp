@@ -7,6 +7,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
@@ -300,11 +301,15 @@ void serve(const ServeOptions& options) {
   spdlog::info("cudagate {} serving https://{} with {} threads", CUDAGATE_VERSION,
                endpoint_text(server.local_endpoint()), threads);
 
+  // Decision log lines are written once per batch of ready handlers.
+  cli::set_log_flush_scheduler(
+      [&ioc] { boost::asio::post(ioc, [] { spdlog::default_logger()->flush(); }); });
   std::vector<std::thread> pool;
   pool.reserve(threads - 1);
   for (unsigned i = 1; i < threads; ++i) pool.emplace_back([&ioc] { ioc.run(); });
   ioc.run();
   for (auto& thread : pool) thread.join();
+  cli::set_log_flush_scheduler({});
 
   watch.stop();
   reload_work.reset();

@@ -119,6 +119,19 @@ class Server:
         with open(self.log.name, "rb") as f:
             return f.read().decode("utf-8", "replace")[-4000:]
 
+    def log_lines_with(self, needle, count, budget=20.0):
+        """The log lines containing `needle`, once there are `count` of them
+        (the server writes its lines in batches: poll, don't read once)."""
+        deadline = time.monotonic() + budget
+        while True:
+            self.log.flush()
+            with open(self.log.name, "rb") as f:
+                lines = [l for l in f.read().decode("utf-8", "replace").splitlines()
+                         if needle in l]
+            if len(lines) >= count or time.monotonic() > deadline:
+                return lines
+            time.sleep(0.05)  # poll interval, not a wait for a guessed duration
+
     def stop(self):
         if self.process and self.process.poll() is None:
             self.process.terminate()
@@ -321,6 +334,34 @@ class AdmissionTest(unittest.TestCase):
             self.assertEqual(r["auditAnnotations"]["verdict"], "fail")
             self.assertIn("550.54.14", r["auditAnnotations"]["cuda-driver"] +
                           r["auditAnnotations"]["findings"])
+
+    def test_one_log_line_per_decision(self):
+        review = fixture("pod-cuda124.json")
+        review["request"]["uid"] = "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9"
+        r = self.post("/validate", review)
+        self.assertFalse(r["allowed"])
+        lines = SERVER.log_lines_with(review["request"]["uid"], 1)
+        self.assertEqual(len(lines), 1, lines)
+        line = lines[0]
+        record = json.loads(line[line.index("{"):])
+        pod = review["request"]["object"]
+        self.assertEqual(record["uid"], review["request"]["uid"])
+        self.assertEqual(record["namespace"], review["request"]["namespace"])
+        self.assertEqual(record["kind"], "Pod")
+        self.assertEqual(record["name"], pod["metadata"]["name"])
+        self.assertEqual(record["verdict"], "fail")
+        self.assertEqual(record["decision"], "deny")
+        self.assertEqual(record["endpoint"], "validate")
+        self.assertIsInstance(record["duration_ms"], (int, float))
+        self.assertGreaterEqual(record["duration_ms"], 0)
+        # No request bodies in logs: not the image, not the environment.
+        container = pod["spec"]["containers"][0]
+        self.assertNotIn(container["image"], line)
+        for env in container.get("env", []):
+            self.assertNotIn(json.dumps(env), line)
+        # A second decision is a second line, written without a shutdown.
+        self.post("/validate", review)
+        self.assertEqual(len(SERVER.log_lines_with(review["request"]["uid"], 2)), 2)
 
     def test_arch80_is_pinned_to_the_a100s(self):
         review = fixture("pod-arch80.json")
