@@ -96,14 +96,15 @@ std::vector<Node> generate_fleet(int count) {
   return nodes;
 }
 
-Workload training_pod(const char* cuda_version) {
+Workload training_pod(const std::string& cuda_version,
+                      const std::string& image = "registry.example.com/ml/train:v1") {
   Workload w;
   w.resource = ResourceRef{"v1", "Pod", "ml", "trainer-0"};
   w.spec.node_selector = {{"nodegroup", "training"}};
   w.spec.tolerations = {Toleration{"nvidia.com/gpu", "Exists", "", "NoSchedule"}};
   ContainerSpec c;
   c.name = "train";
-  c.image = "registry.example.com/ml/train:v1";
+  c.image = image;
   c.env = {EnvVar{"CUDA_VERSION", cuda_version}, EnvVar{"TORCH_CUDA_ARCH_LIST", "8.0;9.0"}};
   c.resources = {{"nvidia.com/gpu", 8}};
   w.spec.containers.push_back(std::move(c));
@@ -131,10 +132,12 @@ void run_evaluate(benchmark::State& state, const char* cuda_version) {
   const Policy policy;
   Verdict verdict = Verdict::skip;
   std::size_t candidates = 0;
-  // As the server decides: with candidate sets reused by the thread.
+  // As the server decides: with candidate sets and metadata kept by the thread.
   CandidateScratch scratch;
+  MetadataMemo memo;
   EvaluationInputs inputs;
   inputs.scratch = &scratch;
+  inputs.memo = &memo;
   for (auto _ : state) {
     auto decision = evaluate(pod, inventory, policy, db(), inputs);
     if (!decision) {
@@ -168,6 +171,39 @@ BENCHMARK(BM_EvaluatePass)
     ->Arg(10000)
     ->Arg(50000)
     ->Unit(benchmark::kMicrosecond);
+
+// A different pod each decision: more distinct images (and CUDA versions)
+// in turn than the metadata memo keeps, so that every decision resolves its
+// metadata and judges every group afresh.
+void BM_EvaluateCold(benchmark::State& state) {
+  const int count = static_cast<int>(state.range(0));
+  const Inventory& inventory = inventory_of(count);
+  constexpr const char* kVersions[] = {"11.8.0", "12.0.1", "12.1.1", "12.2.2", "12.3.2",
+                                       "12.4.1", "12.5.1", "12.6.3", "12.8.1"};
+  std::vector<Workload> pods;
+  for (int i = 0; i < 4096; ++i) {
+    pods.push_back(
+        training_pod(kVersions[i % 9], "registry.example.com/ml/train:v" + std::to_string(i)));
+  }
+  const Policy policy;
+  CandidateScratch scratch;
+  MetadataMemo memo;
+  EvaluationInputs inputs;
+  inputs.scratch = &scratch;
+  inputs.memo = &memo;
+  std::size_t next = 0;
+  for (auto _ : state) {
+    auto decision = evaluate(pods[next], inventory, policy, db(), inputs);
+    if (!decision) {
+      state.SkipWithError(decision.error().str().c_str());
+      return;
+    }
+    next = (next + 1) % pods.size();
+    benchmark::DoNotOptimize(decision);
+  }
+  state.counters["nodes"] = static_cast<double>(count);
+}
+BENCHMARK(BM_EvaluateCold)->Arg(1000)->Arg(10000)->Arg(50000)->Unit(benchmark::kMicrosecond);
 
 void BM_InventoryBuild(benchmark::State& state) {
   const std::vector<Node> fleet = generate_fleet(static_cast<int>(state.range(0)));

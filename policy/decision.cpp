@@ -1,5 +1,7 @@
 #include "policy/decision.h"
 
+#include <algorithm>
+
 #include "policy/metadata.h"
 
 namespace cudagate {
@@ -25,6 +27,22 @@ json text_or_null(const std::string& v) {
 }
 
 }  // namespace
+
+NodeNames::NodeNames(std::vector<std::string> names)
+    : owned_(std::make_shared<const std::vector<std::string>>(std::move(names))) {
+  for (const std::string& name : *owned_) push_back(name);
+}
+
+NodeNames::NodeNames(std::initializer_list<std::string_view> names)
+    : NodeNames(std::vector<std::string>(names.begin(), names.end())) {}
+
+bool operator==(const NodeNames& a, const NodeNames& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end());
+}
+
+bool operator==(const NodeNames& a, const std::vector<std::string>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end());
+}
 
 std::string_view to_string(Verdict verdict) {
   switch (verdict) {
@@ -107,7 +125,9 @@ json to_json(const Decision& decision) {
   for (const GroupDecision& g : decision.groups) {
     json item = json::object();
     item["count"] = g.count;
-    item["nodes"] = g.nodes;
+    json nodes = json::array();
+    for (const std::string_view name : g.nodes) nodes.push_back(std::string(name));
+    item["nodes"] = std::move(nodes);
     item["driver"] = g.facts.driver ? json(g.facts.driver->str()) : json(nullptr);
     item["maxCuda"] = optional_text(g.facts.max_cuda);
     item["computeCapability"] = optional_text(g.facts.cc);

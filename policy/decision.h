@@ -3,7 +3,10 @@
 // nodes, the metadata used with its sources, and per group of nodes with
 // equal GPU facts the outcome and the findings, each with a fix.
 
+#include <array>
 #include <cstddef>
+#include <initializer_list>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -48,16 +51,72 @@ struct ContainerDecision {
   SourcedValue min_cc;
 };
 
+inline constexpr std::size_t kMaxGroupNodeNames = 20;
+
+// The names of a group's nodes in a decision. evaluate() fills it with views
+// of the inventory's own strings, so that a decision copies none of them;
+// the Decision holds those strings (Decision::node_name_storage). Names
+// given as strings (a list built by hand) are owned, and copies share them.
+// Up to kMaxGroupNodeNames views are kept without allocating.
+class NodeNames {
+ public:
+  using value_type = std::string_view;
+  using const_iterator = const std::string_view*;
+  using iterator = const_iterator;
+  using size_type = std::size_t;
+
+  NodeNames() = default;
+  NodeNames(std::initializer_list<std::string_view> names);
+  NodeNames(std::vector<std::string> names);  // NOLINT: implicit, as the list it replaces
+
+  // Adds a view: `name` must stay valid as long as this list and its copies.
+  void push_back(std::string_view name) {
+    if (more_.empty() && size_ < inline_.size()) {
+      inline_[size_++] = name;
+      return;
+    }
+    if (more_.empty()) more_.assign(inline_.begin(), inline_.end());
+    more_.push_back(name);
+    ++size_;
+  }
+  void clear() {
+    size_ = 0;
+    more_.clear();
+    owned_.reset();
+  }
+
+  [[nodiscard]] std::size_t size() const { return size_; }
+  [[nodiscard]] bool empty() const { return size_ == 0; }
+  [[nodiscard]] std::string_view operator[](std::size_t i) const { return data()[i]; }
+  [[nodiscard]] std::string_view front() const { return data()[0]; }
+  [[nodiscard]] std::string_view back() const { return data()[size_ - 1]; }
+  [[nodiscard]] const_iterator begin() const { return data(); }
+  [[nodiscard]] const_iterator end() const { return data() + size_; }
+
+  friend bool operator==(const NodeNames& a, const NodeNames& b);
+  friend bool operator==(const NodeNames& a, const std::vector<std::string>& b);
+
+ private:
+  [[nodiscard]] const std::string_view* data() const {
+    return more_.empty() ? inline_.data() : more_.data();
+  }
+
+  std::array<std::string_view, kMaxGroupNodeNames> inline_{};
+  std::size_t size_ = 0;
+  std::vector<std::string_view> more_;  // every view, once they do not fit inline
+  // The strings the views point into when they are not the inventory's
+  // (never changed once made, so that the views stay valid in copies).
+  std::shared_ptr<const std::vector<std::string>> owned_;
+};
+
 struct GroupDecision {
-  std::size_t group = 0;           // index into Inventory::groups()
-  std::size_t count = 0;           // candidate members of the group
-  std::vector<std::string> nodes;  // at most kMaxGroupNodeNames names
+  std::size_t group = 0;  // index into Inventory::groups()
+  std::size_t count = 0;  // candidate members of the group
+  NodeNames nodes;        // at most kMaxGroupNodeNames names
   GpuFacts facts;
   Outcome outcome = Outcome::compatible;
   std::vector<Finding> findings;
 };
-
-inline constexpr std::size_t kMaxGroupNodeNames = 20;
 
 struct Decision {
   ResourceRef resource;
@@ -69,6 +128,11 @@ struct Decision {
   std::vector<GroupDecision> groups;  // incompatible and unknown first, then compatible
   bool unknown_image = false;         // a GPU container has neither cuda, archs nor require
   bool unknown_node = false;          // a candidate GPU node's driver is unknown
+  // What the groups' node names view when evaluate() made them (the
+  // inventory's strings): held here, the names stay valid as long as this
+  // decision or a copy of it, whatever becomes of the inventory. A
+  // GroupDecision copied out of a decision does not hold it.
+  std::shared_ptr<const void> node_name_storage;
 };
 
 // The JSON decision record: {"apiVersion": "cudagate.io/v1alpha1", "kind": "Decision", ...}.

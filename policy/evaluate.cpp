@@ -1,7 +1,13 @@
 #include "policy/evaluate.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 
 #include "policy/rules.h"
 
@@ -61,6 +67,141 @@ Verdict verdict_of(std::size_t compatible, std::size_t incompatible, std::size_t
   return Verdict::unknown;
 }
 
+// One container judged on one group, with what the judgement depends on
+// besides the container: the group's facts and the policy's rule settings.
+struct GroupCheck {
+  bool valid = false;
+  GpuFacts facts;
+  bool minor_version_compatibility = false;
+  ArchMatch arch_match = ArchMatch::cuda;
+  RuleResult result;
+};
+
+// A container's metadata, its record in decisions and its judgements by
+// group index (an index is checked against the group's facts before use,
+// so entries survive inventory updates).
+struct ContainerEntry {
+  explicit ContainerEntry(Expected<ContainerMetadata> md) : metadata(std::move(md)) {}
+  Expected<ContainerMetadata> metadata;
+  ContainerDecision described;
+  std::vector<GroupCheck> checks;
+};
+
+// The state evaluate() keeps in a MetadataMemo. Keyed by everything that
+// resolve_metadata reads, so a hit gives what resolving again would; a
+// judgement depends only on that, the group's facts, two policy settings and
+// the compat-db (the state starts over with another compat-db).
+struct EvaluationState {
+  static constexpr std::size_t kMaxContainers = 256;
+  static constexpr std::size_t kMaxChecks = std::size_t{1} << 16;
+
+  // Called once per decision, before any lookup: entries stay put for the
+  // rest of the decision.
+  void start(const CompatDb& with) {
+    if (db != &with || containers.size() >= kMaxContainers || checks >= kMaxChecks) {
+      containers.clear();
+      checks = 0;
+      db = &with;
+    }
+  }
+
+  const CompatDb* db = nullptr;
+  std::unordered_map<std::string, ContainerEntry> containers;
+  std::size_t checks = 0;  // GroupChecks held by all entries, which bound its memory
+  // Reused by each decision.
+  std::string key;
+  std::vector<ContainerEntry*> entries;
+  struct Judged {
+    std::size_t group;
+    std::size_t count;
+    Outcome outcome;
+  };
+  std::vector<Judged> judged;
+};
+
+void append_text(std::string& key, std::string_view text) {
+  const auto size = static_cast<std::uint32_t>(text.size());
+  char bytes[sizeof size];
+  std::memcpy(bytes, &size, sizeof size);
+  key.append(bytes, sizeof size);
+  key.append(text);
+}
+
+void append_optional(std::string& key, const std::optional<std::string>& text) {
+  key += text ? '1' : '0';
+  if (text) append_text(key, *text);
+}
+
+// Everything resolve_metadata reads for `container`, each part tagged and
+// sized so that different inputs never give the same key.
+void metadata_key(std::string& key, const Workload& workload, const ContainerSpec& container,
+                  const Policy& policy, const RegistryFacts* registry, const FlagValues* flags) {
+  constexpr std::string_view kAnnotationPrefix = "cudagate.io/";
+  key.clear();
+  append_text(key, container.image);
+  append_text(key, container.name);
+  if (const CatalogEntry* entry = policy.catalog_entry(container.image)) {
+    key += 'c';
+    append_optional(key, entry->cuda_version);
+    append_optional(key, entry->arch_list);
+    append_optional(key, entry->require_cuda);
+  } else if (registry != nullptr) {
+    if (const auto it = registry->find(container.image); it != registry->end()) {
+      for (const auto& [name, value] : it->second.env) {
+        key += 'r';
+        append_text(key, name);
+        append_text(key, value);
+      }
+      for (const auto& [name, value] : it->second.labels) {
+        key += 'l';
+        append_text(key, name);
+        append_text(key, value);
+      }
+      key += 'R';
+    }
+  }
+  for (const EnvVar& var : container.env) {
+    if (!metadata_reads_env(var.name)) continue;
+    key += 'e';
+    append_text(key, var.name);
+    append_optional(key, var.value);
+  }
+  for (const auto& [name, value] : workload.annotations) {
+    if (name.compare(0, kAnnotationPrefix.size(), kAnnotationPrefix) != 0) continue;
+    key += 'a';
+    append_text(key, name);
+    append_text(key, value);
+  }
+  if (flags != nullptr) {
+    key += 'f';
+    append_optional(key, flags->cuda);
+    append_optional(key, flags->arch_list);
+    append_optional(key, flags->min_cc);
+  }
+}
+
+// The judgement of the entry's container on group g, computed when the
+// entry has none for these facts and policy settings.
+const RuleResult& judge(ContainerEntry& entry, std::string_view container, std::size_t g,
+                        std::size_t groups, const GpuFacts& facts, const Policy& policy,
+                        const CompatDb& db, EvaluationState& state) {
+  if (entry.checks.size() <= g) {
+    state.checks += groups - entry.checks.size();
+    entry.checks.resize(groups);
+  }
+  GroupCheck& check = entry.checks[g];
+  if (check.valid && check.minor_version_compatibility == policy.minor_version_compatibility &&
+      check.arch_match == policy.arch_match && check.facts == facts) {
+    return check.result;
+  }
+  check.result = check_container(container, *entry.metadata, facts, policy, db);
+  check.facts = facts;
+  check.minor_version_compatibility = policy.minor_version_compatibility;
+  check.arch_match = policy.arch_match;
+  check.valid = true;
+  return check.result;
+}
+
 }  // namespace
 
 std::vector<const ContainerSpec*> gpu_containers(const Workload& workload, const Policy& policy) {
@@ -105,27 +246,44 @@ Expected<Decision> evaluate(const Workload& workload, const Inventory& inventory
     return d;
   }
 
-  // Metadata once per container; every group is then judged against it.
-  std::vector<ContainerMetadata> metadata;
-  metadata.reserve(gpus.size());
-  for (const ContainerSpec* c : gpus) {
-    auto md =
-        resolve_metadata(workload, *c, policy, db, inputs.registry, inputs.flags, inputs.memo);
-    if (!md) return md.error();
-    if (!has_image_facts(*md)) d.unknown_image = true;
-    metadata.push_back(std::move(*md));
+  // Metadata once per container, kept between decisions with the memo;
+  // every group is then judged against it.
+  EvaluationState local;
+  EvaluationState* state = &local;
+  if (inputs.memo != nullptr) {
+    std::shared_ptr<void>& kept = inputs.memo->evaluation_state();
+    if (!kept) kept = std::make_shared<EvaluationState>();
+    state = static_cast<EvaluationState*>(kept.get());
   }
+  state->start(db);
+  std::vector<ContainerEntry*>& entries = state->entries;
+  entries.clear();
+  for (const ContainerSpec* c : gpus) {
+    metadata_key(state->key, workload, *c, policy, inputs.registry, inputs.flags);
+    auto it = state->containers.find(state->key);
+    if (it == state->containers.end()) {
+      ContainerEntry entry(
+          resolve_metadata(workload, *c, policy, db, inputs.registry, inputs.flags, inputs.memo));
+      if (entry.metadata) entry.described = describe(*c, *entry.metadata);
+      it = state->containers.emplace(state->key, std::move(entry)).first;
+    }
+    ContainerEntry& entry = it->second;
+    if (!entry.metadata) return entry.metadata.error();
+    if (!has_image_facts(*entry.metadata)) d.unknown_image = true;
+    entries.push_back(&entry);
+  }
+  d.containers.reserve(workload.spec.containers.size());
   for (const ContainerSpec& c : workload.spec.containers) {
     const auto it = std::find(gpus.begin(), gpus.end(), &c);
     if (it == gpus.end()) {
       d.containers.push_back(ContainerDecision{c.name, c.image, false, {}, {}, {}, {}});
     } else {
-      d.containers.push_back(describe(c, metadata[static_cast<std::size_t>(it - gpus.begin())]));
+      d.containers.push_back(entries[static_cast<std::size_t>(it - gpus.begin())]->described);
     }
   }
 
-  CandidateScratch local;
-  CandidateScratch& scratch = inputs.scratch != nullptr ? *inputs.scratch : local;
+  CandidateScratch scratch_here;
+  CandidateScratch& scratch = inputs.scratch != nullptr ? *inputs.scratch : scratch_here;
   // Candidates as slots: each group's members are one range of them.
   const NodeSet& candidates = inventory.candidate_slots(workload.spec, scratch);
   d.candidates = candidates.count();
@@ -141,13 +299,9 @@ Expected<Decision> evaluate(const Workload& workload, const Inventory& inventory
 
   // Judge each group with candidate members first, then order the small
   // judgements, and only then build the (larger) group records in order.
-  struct Judged {
-    std::size_t group;
-    std::size_t count;
-    Outcome outcome;
-    std::vector<Finding> findings;
-  };
-  std::vector<Judged> judged;
+  using Judged = EvaluationState::Judged;
+  std::vector<Judged>& judged = state->judged;
+  judged.clear();
   std::size_t compatible = 0;
   std::size_t incompatible = 0;
   std::size_t unknown = 0;
@@ -157,18 +311,14 @@ Expected<Decision> evaluate(const Workload& workload, const Inventory& inventory
     const auto [begin, end] = inventory.group_slots(g);
     const std::size_t count = candidates.count_range(begin, end);
     if (count == 0) continue;
-    Judged j{g, count, Outcome::compatible, {}};
+    Outcome outcome = Outcome::compatible;
     for (std::size_t k = 0; k < gpus.size(); ++k) {
-      RuleResult r = check_container(gpus[k]->name, metadata[k], group.facts, policy, db);
-      j.outcome = combine(j.outcome, r.outcome);
-      if (j.findings.empty()) {
-        j.findings = std::move(r.findings);
-      } else {
-        for (Finding& f : r.findings) j.findings.push_back(std::move(f));
-      }
+      const RuleResult& r =
+          judge(*entries[k], gpus[k]->name, g, groups.size(), group.facts, policy, db, *state);
+      outcome = combine(outcome, r.outcome);
     }
     if (group.facts.has_gpu && !group.facts.driver) d.unknown_node = true;
-    switch (j.outcome) {
+    switch (outcome) {
       case Outcome::compatible:
         compatible += count;
         break;
@@ -179,7 +329,7 @@ Expected<Decision> evaluate(const Workload& workload, const Inventory& inventory
         unknown += count;
         break;
     }
-    judged.push_back(std::move(j));
+    judged.push_back(Judged{g, count, outcome});
   }
   std::sort(judged.begin(), judged.end(), [](const Judged& a, const Judged& b) {
     if (rank(a.outcome) != rank(b.outcome)) return rank(a.outcome) < rank(b.outcome);
@@ -187,17 +337,25 @@ Expected<Decision> evaluate(const Workload& workload, const Inventory& inventory
     return a.group < b.group;
   });
   d.groups.reserve(judged.size());
-  for (Judged& j : judged) {
+  d.node_name_storage = inventory.name_storage();
+  for (const Judged& j : judged) {
     GroupDecision& gd = d.groups.emplace_back();
     gd.group = j.group;
     gd.count = j.count;
     gd.facts = groups[j.group].facts;
     gd.outcome = j.outcome;
-    gd.findings = std::move(j.findings);
-    gd.nodes.reserve(std::min(j.count, kMaxGroupNodeNames));
+    if (entries.size() == 1) {
+      gd.findings = entries.front()->checks[j.group].result.findings;
+    } else {
+      for (const ContainerEntry* entry : entries) {
+        const std::vector<Finding>& findings = entry->checks[j.group].result.findings;
+        gd.findings.insert(gd.findings.end(), findings.begin(), findings.end());
+      }
+    }
+    // Views of the inventory's names, which the decision holds.
     const auto [begin, end] = inventory.group_slots(j.group);
     candidates.for_each_in_range(begin, end, [&](std::size_t slot) {
-      gd.nodes.push_back(inventory.node_name(inventory.node_at_slot(slot)));
+      gd.nodes.push_back(inventory.slot_name(slot));
       return gd.nodes.size() < kMaxGroupNodeNames;
     });
   }

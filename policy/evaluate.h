@@ -21,6 +21,9 @@ struct EvaluationInputs {
   // allocating storage proportional to the fleet.
   CandidateScratch* scratch = nullptr;
   // May be null; kept by the caller between decisions (see MetadataMemo).
+  // evaluate() keeps there, besides the metadata, each GPU container's
+  // record and its judgement on each group's facts, keyed by everything
+  // they are made from: a decision is the same with or without it.
   MetadataMemo* memo = nullptr;
 };
 
@@ -30,6 +33,8 @@ struct EvaluationInputs {
 
 // Evaluates SPEC 2 in full. Errors are values a person wrote that do not
 // parse (an annotation "12.x", an unknown arch name in the pod's env).
+// The decision's node names (GroupDecision::nodes) are views of the
+// inventory's strings, which the Decision holds (Decision::node_name_storage).
 Expected<Decision> evaluate(const Workload& workload, const Inventory& inventory,
                             const Policy& policy, const CompatDb& db,
                             const EvaluationInputs& inputs);

@@ -143,9 +143,9 @@ struct InventoryBuilder::State {
   std::uint32_t intern(std::string_view text) {
     const auto it = ids.find(text);
     if (it != ids.end()) return it->second;
-    const auto id = static_cast<std::uint32_t>(inv.strings_.size());
-    inv.strings_.emplace_back(text);
-    views.emplace_back(inv.strings_.back());
+    const auto id = static_cast<std::uint32_t>(inv.strings_->size());
+    inv.strings_->emplace_back(text);
+    views.emplace_back(inv.strings_->back());
     ids.emplace(views.back(), id);
     return id;
   }
@@ -314,6 +314,10 @@ Inventory InventoryBuilder::finish() {
     inv.slot_of_node_[i] = slot;
     inv.node_at_slot_[slot] = static_cast<std::uint32_t>(i);
   }
+  inv.slot_name_.resize(n);
+  for (std::size_t slot = 0; slot < n; ++slot) {
+    inv.slot_name_[slot] = (*inv.strings_)[inv.node_name_[inv.node_at_slot_[slot]]];
+  }
   auto to_slots = [&inv](std::vector<std::uint32_t>& nodes) {
     for (std::uint32_t& i : nodes) i = inv.slot_of_node_[i];
     std::sort(nodes.begin(), nodes.end());
@@ -367,16 +371,17 @@ Inventory Inventory::build(std::vector<Node> nodes, const CompatDb& db) {
 
 Node Inventory::node(std::size_t i) const {
   Node out;
-  out.name = strings_[node_name_[i]];
+  out.name = (*strings_)[node_name_[i]];
   for (std::uint32_t l = label_begin_[i]; l < label_begin_[i + 1]; ++l) {
-    out.labels.emplace_back(strings_[node_labels_[l].first], strings_[node_labels_[l].second]);
+    out.labels.emplace_back((*strings_)[node_labels_[l].first],
+                            (*strings_)[node_labels_[l].second]);
   }
   for (std::uint32_t t = taint_begin_[i]; t < taint_begin_[i + 1]; ++t) {
     out.taints.push_back(taint_kinds_[node_taints_[t]]);
   }
   out.unschedulable = unschedulable_[i];
   for (std::uint32_t r = resource_begin_[i]; r < resource_begin_[i + 1]; ++r) {
-    out.allocatable.emplace_back(strings_[node_resources_[r].first], node_resources_[r].second);
+    out.allocatable.emplace_back((*strings_)[node_resources_[r].first], node_resources_[r].second);
   }
   return out;
 }
@@ -385,10 +390,10 @@ const std::string* Inventory::node_label(std::size_t i, std::string_view key) co
   const auto first = node_labels_.begin() + label_begin_[i];
   const auto last = node_labels_.begin() + label_begin_[i + 1];
   const auto it = std::lower_bound(first, last, key, [this](const auto& label, std::string_view k) {
-    return std::string_view(strings_[label.first]) < k;
+    return std::string_view((*strings_)[label.first]) < k;
   });
-  if (it == last || strings_[it->first] != key) return nullptr;
-  return &strings_[it->second];
+  if (it == last || (*strings_)[it->first] != key) return nullptr;
+  return &(*strings_)[it->second];
 }
 
 NodeSet Inventory::to_nodes(const NodeSet& slots) const {

@@ -64,7 +64,7 @@ class Inventory {
   // string once for all nodes). Prefer node_name() and node_label().
   [[nodiscard]] Node node(std::size_t i) const;
   [[nodiscard]] const std::string& node_name(std::size_t i) const {
-    return strings_[node_name_[i]];
+    return (*strings_)[node_name_[i]];
   }
   // The value of label `key` of node i; nullptr when it has none. Stays
   // valid as long as the inventory.
@@ -96,6 +96,13 @@ class Inventory {
   }
   // The node at a slot.
   [[nodiscard]] std::size_t node_at_slot(std::size_t slot) const { return node_at_slot_[slot]; }
+  // The name of the node at a slot (node_name(node_at_slot(slot)) without
+  // the two lookups): decisions list names by slot. The view stays valid as
+  // long as the inventory or a holder of name_storage().
+  [[nodiscard]] std::string_view slot_name(std::size_t slot) const { return slot_name_[slot]; }
+  // The storage of every string the inventory returns, names included: a
+  // holder keeps the views of them valid after the inventory is gone.
+  [[nodiscard]] std::shared_ptr<const void> name_storage() const { return strings_; }
 
   // Whether some node carries label `key` (mutation pins only on labels
   // the inventory has).
@@ -141,8 +148,9 @@ class Inventory {
   [[nodiscard]] NodeSet to_nodes(const NodeSet& slots) const;
 
   // Every distinct string of the nodes (names, label keys and values),
-  // once; a deque, so that views of them stay valid.
-  std::deque<std::string> strings_;
+  // once; a deque, so that views of them stay valid, shared, so that they
+  // can outlive the inventory (see name_storage()).
+  std::shared_ptr<std::deque<std::string>> strings_ = std::make_shared<std::deque<std::string>>();
   // The nodes, by index: name, labels (a range of node_labels_, sorted by
   // key), taints (a range of node_taints_, indexes into taint_kinds_),
   // cordon, extended resources (a range of node_resources_).
@@ -162,6 +170,7 @@ class Inventory {
   // index below holds slots.
   std::vector<std::uint32_t> slot_of_node_;
   std::vector<std::uint32_t> node_at_slot_;
+  std::vector<std::string_view> slot_name_;  // of strings_
   std::vector<std::size_t> group_begin_;  // group g: slots [group_begin_[g], group_begin_[g + 1])
   ViewMap<LabelIndex> labels_;
   ViewMap<std::uint32_t> by_name_;  // name -> slot

@@ -112,12 +112,18 @@ class MetadataMemo {
 
   struct Impl;
 
+  // What evaluate() keeps with the memo between decisions (policy/evaluate.cpp
+  // defines it): one memo per thread then serves both. Empty until evaluate()
+  // first uses the memo.
+  [[nodiscard]] std::shared_ptr<void>& evaluation_state() { return evaluation_state_; }
+
  private:
   friend Expected<ContainerMetadata> resolve_metadata(const Workload&, const ContainerSpec&,
                                                       const Policy&, const CompatDb&,
                                                       const RegistryFacts*, const FlagValues*,
                                                       MetadataMemo*);
   std::unique_ptr<Impl> impl_;
+  std::shared_ptr<void> evaluation_state_;
 };
 
 }  // namespace cudagate

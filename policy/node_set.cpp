@@ -41,6 +41,19 @@ std::size_t popcount_and(const std::uint64_t* a, const std::uint64_t* b, std::si
   return total;
 }
 
+// Members of words [first, last], the first masked with `head`, the last with `tail`.
+CUDAGATE_POPCNT_CLONES
+std::size_t popcount_range(const std::uint64_t* words, std::size_t first, std::size_t last,
+                           std::uint64_t head, std::uint64_t tail) {
+  if (first == last) return static_cast<std::size_t>(std::popcount(words[first] & head & tail));
+  std::size_t total = static_cast<std::size_t>(std::popcount(words[first] & head)) +
+                      static_cast<std::size_t>(std::popcount(words[last] & tail));
+  for (std::size_t i = first + 1; i < last; ++i) {
+    total += static_cast<std::size_t>(std::popcount(words[i]));
+  }
+  return total;
+}
+
 }  // namespace
 
 std::size_t NodeSet::count() const {
@@ -54,10 +67,7 @@ std::size_t NodeSet::count_range(std::size_t begin, std::size_t end) const {
   const std::uint64_t head = ~std::uint64_t{0} << (begin % 64);
   const std::uint64_t tail =
       end % 64 == 0 ? ~std::uint64_t{0} : (std::uint64_t{1} << (end % 64)) - 1;
-  if (first == last) return static_cast<std::size_t>(std::popcount(words_[first] & head & tail));
-  return static_cast<std::size_t>(std::popcount(words_[first] & head)) +
-         popcount_words(words_.data() + first + 1, last - first - 1) +
-         static_cast<std::size_t>(std::popcount(words_[last] & tail));
+  return popcount_range(words_.data(), first, last, head, tail);
 }
 
 void NodeSet::assign(std::size_t universe, bool full) {

@@ -51,23 +51,40 @@ class Check {
     return node_.product.empty() ? std::string() : " (" + node_.product + ")";
   }
 
-  // "driver 535.129.03 supports up to CUDA 12.2"
-  std::string driver_supports() const {
-    const std::string max = node_.max_cuda ? node_.max_cuda->str() : std::string("?");
-    if (node_.driver) return "driver " + node_.driver->str() + " supports up to CUDA " + max;
-    return "the node's driver supports up to CUDA " + max;
-  }
-
+  // "needs CUDA 12.4; driver 535.129.03 supports up to CUDA 12.2", built in
+  // one string: every failing group of a decision writes one.
   std::string needs_cuda(CudaVersion needed) const {
-    return "needs CUDA " + needed.str() + "; " + driver_supports();
+    std::string out;
+    out.reserve(96);
+    out += "needs CUDA ";
+    out += needed.str();
+    if (node_.driver) {
+      out += "; driver ";
+      out += node_.driver->str();
+      out += " supports up to CUDA ";
+    } else {
+      out += "; the node's driver supports up to CUDA ";
+    }
+    out += node_.max_cuda ? node_.max_cuda->str() : std::string("?");
+    return out;
   }
 
   std::string upgrade_fix(CudaVersion needed) const {
     const auto driver = db_.min_driver_for(needed);
-    std::string fix = driver ? "upgrade the driver to " + driver->str() + " or newer"
-                             : "upgrade the driver to one that supports CUDA " + needed.str();
+    std::string fix;
+    fix.reserve(112);
+    if (driver) {
+      fix += "upgrade the driver to ";
+      fix += driver->str();
+      fix += " or newer";
+    } else {
+      fix += "upgrade the driver to one that supports CUDA ";
+      fix += needed.str();
+    }
     if (node_.max_cuda) {
-      fix += ", or use an image built for CUDA " + node_.max_cuda->str() + " or older";
+      fix += ", or use an image built for CUDA ";
+      fix += node_.max_cuda->str();
+      fix += " or older";
     }
     return fix;
   }
@@ -140,8 +157,14 @@ class Check {
     const RequireAlternative* first =
         req != nullptr && !req->alternatives.empty() ? &req->alternatives.front() : nullptr;
     // The runtime's words without its generic advice, which the fix replaces.
-    const std::string condition = result.condition.substr(0, result.condition.find(", please"));
-    const std::string toolkit = result.variable + ": " + condition;
+    const auto toolkit = [&result] {
+      const std::string_view condition =
+          std::string_view(result.condition).substr(0, result.condition.find(", please"));
+      std::string out = result.variable;
+      out += ": ";
+      out += condition;
+      return out;
+    };
     if (first != nullptr) {
       for (const RequireTerm& term : first->terms) {
         if (term.key != RequireKey::cuda || term.op != RequireOp::ge) continue;
@@ -152,7 +175,7 @@ class Check {
         // A bare "cuda>=X.Y" says all there is; anything richer (forward
         // compatibility alternatives, more terms) gets the runtime's words too.
         if (req->alternatives.size() > 1 || first->terms.size() > 1) {
-          message += " (" + toolkit + ")";
+          message += " (" + toolkit() + ")";
         }
         fail(kRuleCudaDriver, std::move(message), upgrade_fix(needed));
         return;
@@ -164,7 +187,7 @@ class Check {
         }
         auto wanted = DriverVersion::parse(term.value);
         if (!wanted || !node_.driver || *node_.driver >= *wanted) continue;
-        fail(kRuleCudaDriver, toolkit + "; the node has driver " + node_.driver->str(),
+        fail(kRuleCudaDriver, toolkit() + "; the node has driver " + node_.driver->str(),
              "upgrade the driver to " + term.value + " or newer");
         return;
       }
@@ -174,7 +197,7 @@ class Check {
     if (node_.max_cuda) have += " (CUDA " + node_.max_cuda->str() + ")";
     if (node_.cc) have += ", compute capability " + node_.cc->str();
     if (node_.brand) have += ", brand " + *node_.brand;
-    fail(kRuleCudaDriver, toolkit + "; " + have,
+    fail(kRuleCudaDriver, toolkit() + "; " + have,
          "run the pod on GPUs that satisfy " + result.variable +
              ", or use an image whose requirement these nodes meet");
   }

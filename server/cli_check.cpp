@@ -236,7 +236,10 @@ std::string node_list(const GroupDecision& group) {
   if (group.nodes.empty()) return out;
   out += ": ";
   const std::size_t shown = std::min(group.nodes.size(), kTextNodeNames);
-  for (std::size_t i = 0; i < shown; ++i) out += (i == 0 ? "" : ", ") + group.nodes[i];
+  for (std::size_t i = 0; i < shown; ++i) {
+    out += i == 0 ? "" : ", ";
+    out += group.nodes[i];
+  }
   if (group.count > shown) out += ", +" + std::to_string(group.count - shown) + " more";
   return out;
 }

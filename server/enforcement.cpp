@@ -28,10 +28,10 @@ std::string plural(std::size_t n, std::string_view word) {
   return out;
 }
 
-void add_names(std::vector<std::string>& names, const std::vector<std::string>& more) {
-  for (const auto& n : more) {
+void add_names(std::vector<std::string>& names, const NodeNames& more) {
+  for (const std::string_view n : more) {
     if (names.size() == kShownNames) return;
-    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+    if (std::find(names.begin(), names.end(), n) == names.end()) names.emplace_back(n);
   }
 }
 

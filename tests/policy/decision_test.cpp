@@ -131,5 +131,36 @@ TEST(DecisionStrings, OutcomesAndSources) {
   for (const auto& [source, text] : sources) EXPECT_EQ(to_string(source), text);
 }
 
+// Names given as strings are owned and shared by copies; names pushed are
+// views; more than fit inline still keep their order.
+TEST(NodeNames, OwnedViewedAndLong) {
+  NodeNames copy;
+  {
+    std::vector<std::string> names = {"gpu-t4-1", "a-node-name-longer-than-any-small-string"};
+    const NodeNames owned = std::move(names);
+    copy = owned;
+  }
+  EXPECT_EQ(copy,
+            (std::vector<std::string>{"gpu-t4-1", "a-node-name-longer-than-any-small-string"}));
+  EXPECT_FALSE(copy == (std::vector<std::string>{"gpu-t4-1"}));
+  EXPECT_FALSE(copy == (std::vector<std::string>{"gpu-t4-1", "other"}));
+
+  std::vector<std::string> storage;
+  for (int i = 0; i < 30; ++i) storage.push_back("node-" + std::to_string(i));
+  NodeNames viewed;
+  for (const std::string& name : storage) viewed.push_back(name);
+  ASSERT_EQ(viewed.size(), 30U);
+  EXPECT_EQ(viewed, storage);
+  EXPECT_EQ(viewed.front(), "node-0");
+  EXPECT_EQ(viewed[kMaxGroupNodeNames], "node-20");
+  EXPECT_EQ(viewed.back(), "node-29");
+  const NodeNames again = viewed;
+  EXPECT_EQ(again, viewed);
+  viewed.clear();
+  EXPECT_TRUE(viewed.empty());
+  EXPECT_EQ(viewed, NodeNames{});
+  EXPECT_EQ(NodeNames({"x", "y"}), (std::vector<std::string>{"x", "y"}));
+}
+
 }  // namespace
 }  // namespace cudagate

@@ -522,6 +522,87 @@ TEST(Evaluate, RegistryFactsAndFlagsAreInputs) {
   EXPECT_EQ(flagged.containers[0].archs.source, "flag");
 }
 
+// Decisions made with a memo kept across them equal those made without one,
+// whatever changes between them: the inventory (a group index then names
+// other facts), the policy's rule settings, the pod's env, annotations,
+// registry facts and flags.
+TEST(Evaluate, MemoGivesTheDecisionsMadeWithoutIt) {
+  const Inventory old_fleet = fleet(
+      {t4("gpu-t4-1", "535.129.03"), a100("gpu-a100-1", "550.54.15"), bare_gpu_node("bare-1")});
+  const Inventory new_fleet = fleet({t4("gpu-t4-1", "570.124.06"), h100("gpu-h100-1", "535.129.03"),
+                                     a10g("gpu-a10g-1", "525.85.12")});
+  Policy minor;
+  minor.minor_version_compatibility = true;
+  Policy exact;
+  exact.arch_match = ArchMatch::exact;
+  RegistryFacts registry;
+  registry["nvcr.io/nvidia/pytorch:24.05-py3"] =
+      ImageConfig{{{"CUDA_VERSION", "12.1.0"}, {"TORCH_CUDA_ARCH_LIST", "8.0"}}, {}};
+  FlagValues flags;
+  flags.cuda = "12.6";
+  struct Row {
+    const char* name;
+    Workload workload;
+    const Policy* policy;
+    const RegistryFacts* registry;
+    const FlagValues* flags;
+  };
+  const Policy plain;
+  const std::vector<Row> rows = {
+      {"env cuda", gpu_pod({{"CUDA_VERSION", "12.4.1"}}), &plain, nullptr, nullptr},
+      {"env cuda, minor compat", gpu_pod({{"CUDA_VERSION", "12.4.1"}}), &minor, nullptr, nullptr},
+      {"other env cuda", gpu_pod({{"CUDA_VERSION", "12.2"}}), &plain, nullptr, nullptr},
+      {"arch list", gpu_pod({{"CUDA_VERSION", "12.2"}, {"TORCH_CUDA_ARCH_LIST", "8.0"}}), &plain,
+       nullptr, nullptr},
+      {"arch list, exact", gpu_pod({{"CUDA_VERSION", "12.2"}, {"TORCH_CUDA_ARCH_LIST", "8.0"}}),
+       &exact, nullptr, nullptr},
+      {"annotation", gpu_pod({{"CUDA_VERSION", "12.2"}}, {{"cudagate.io/cuda-version", "12.8"}}),
+       &plain, nullptr, nullptr},
+      {"container annotation",
+       gpu_pod({{"CUDA_VERSION", "12.2"}}, {{"cudagate.io/cuda-version.train", "11.8"}}), &plain,
+       nullptr, nullptr},
+      {"inferred", gpu_pod({}, {}, "nvidia/cuda:12.4.1-base-ubuntu22.04"), &plain, nullptr,
+       nullptr},
+      {"registry", gpu_pod({}, {}, "nvcr.io/nvidia/pytorch:24.05-py3"), &plain, &registry, nullptr},
+      {"not in the registry", gpu_pod({}, {}, "nvcr.io/nvidia/pytorch:24.05-py3"), &plain, nullptr,
+       nullptr},
+      {"flags", gpu_pod({{"CUDA_VERSION", "12.2"}}), &plain, nullptr, &flags},
+      {"unknown image", gpu_pod({}), &plain, nullptr, nullptr},
+      {"two containers",
+       pod({container("a", kImage, {{"CUDA_VERSION", "12.4"}}),
+            container("b", kImage, {{"CUDA_VERSION", "12.8"}})}),
+       &plain, nullptr, nullptr},
+  };
+  CandidateScratch scratch;
+  MetadataMemo memo;
+  EvaluationInputs kept;
+  kept.scratch = &scratch;
+  kept.memo = &memo;
+  for (int round = 0; round < 2; ++round) {
+    for (const Inventory* inv : {&old_fleet, &new_fleet}) {
+      for (const Row& row : rows) {
+        SCOPED_TRACE(std::string(row.name) +
+                     (inv == &old_fleet ? " on the old fleet" : " on the new"));
+        kept.registry = row.registry;
+        kept.flags = row.flags;
+        EvaluationInputs fresh;
+        fresh.registry = row.registry;
+        fresh.flags = row.flags;
+        const Decision with_memo = decide(row.workload, *inv, *row.policy, kept);
+        const Decision without = decide(row.workload, *inv, *row.policy, fresh);
+        EXPECT_EQ(to_json(with_memo).dump(), to_json(without).dump());
+      }
+    }
+  }
+  // An error is kept as such.
+  const Workload bad = gpu_pod({}, {{"cudagate.io/cuda-version", "12.x"}});
+  for (int round = 0; round < 2; ++round) {
+    auto d = evaluate(bad, old_fleet, plain, db(), kept);
+    ASSERT_FALSE(d);
+    EXPECT_THAT(d.error().str(), HasSubstr("cudagate.io/cuda-version"));
+  }
+}
+
 TEST(GpuContainers, ResourcesThatCount) {
   Policy policy;
   ContainerSpec plain = container("a", kImage, {}, true);
