@@ -298,6 +298,15 @@ std::vector<std::string> review_bodies() {
       update["request"]["oldObject"]["spec"]["changed"] = true;
       out.push_back(update.dump());
     }
+    // Server-side apply's managedFields (left out of what the patch writer
+    // reads), and the word in places where it is not that field.
+    json managed = review;
+    json& metadata = managed["request"]["object"]["metadata"];
+    metadata["managedFields"] = json::parse(
+        R"([{"manager":"kubectl","operation":"Apply","apiVersion":"v1","fieldsType":"FieldsV1",)"
+        R"("fieldsV1":{"f:spec":{"f:affinity":{".":{}},"f:containers":{}}}}])");
+    metadata["annotations"]["example.com/managedFields"] = "managedFields: []";
+    out.push_back(managed.dump());
     json dry = review;
     dry["request"]["dryRun"] = true;
     out.push_back(dry.dump());
