@@ -23,9 +23,7 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <exception>
-#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
@@ -290,45 +288,13 @@ AdmissionResponse admit(const ReviewRequest<V>& req, RequestDocument& document,
 // reference parser instead of growing them.
 constexpr std::size_t kFastBodyLimit = 256 * 1024;
 
-// simdjson's parser and a padded copy of the body, reused by each thread.
-class FastDocument {
- public:
-  // The body's root, or nullopt when simdjson does not take it.
-  static std::optional<SimdJsonView> parse(std::string_view body) {
-    if (body.size() > kFastBodyLimit) return std::nullopt;
-    thread_local FastDocument state;
-    return state.parse_body(body);
-  }
-
- private:
-  std::optional<SimdJsonView> parse_body(std::string_view body) {
-    if (!allocated_) {
-      // The same depth limit as the reference path's nesting check: deeper
-      // documents fail here and get that path's error.
-      if (parser_.allocate(kInitialCapacity, kMaxReviewDepth) != simdjson::SUCCESS) {
-        return std::nullopt;
-      }
-      allocated_ = true;
-    }
-    if (body.size() + simdjson::SIMDJSON_PADDING > capacity_) {
-      capacity_ = std::max(kInitialCapacity, body.size()) + simdjson::SIMDJSON_PADDING;
-      buffer_ = std::make_unique<char[]>(capacity_);
-    }
-    std::memcpy(buffer_.get(), body.data(), body.size());
-    std::memset(buffer_.get() + body.size(), 0, simdjson::SIMDJSON_PADDING);
-    simdjson::dom::element root;
-    if (parser_.parse(buffer_.get(), body.size(), false).get(root) != simdjson::SUCCESS) {
-      return std::nullopt;
-    }
-    return SimdJsonView(root);
-  }
-
-  static constexpr std::size_t kInitialCapacity = 64 * 1024;
-  simdjson::dom::parser parser_;
-  bool allocated_ = false;
-  std::unique_ptr<char[]> buffer_;
-  std::size_t capacity_ = 0;
-};
+// The hot path's parser: simdjson's, with a padded copy of the body, kept
+// by each thread.
+std::optional<SimdJsonView> parse_fast(std::string_view body) {
+  if (body.size() > kFastBodyLimit) return std::nullopt;
+  thread_local PaddedDomParser parser(64 * 1024, kMaxReviewDepth);
+  return parser.parse(body);
+}
 
 // A decoded review -> the outcome, whichever parser read it.
 template <JsonView V>
@@ -384,7 +350,7 @@ AdmissionOutcome handle_admission(Endpoint endpoint, std::string_view mode_param
     out.mode = std::string(to_string(mode));
 
     if (parser == ReviewParser::fast) {
-      if (const auto root = FastDocument::parse(body)) {
+      if (const auto root = parse_fast(body)) {
         RequestDocument document(body);
         answer(read_review(*root), document, endpoint, mode, context, out);
         return out;

@@ -158,6 +158,23 @@ AdmissionResponse& AdmissionResponse::with_audit_annotation(std::string key, std
   return *this;
 }
 
+namespace {
+
+// A value as the API server keeps it: valid UTF-8, at most
+// kMaxAuditAnnotationValueBytes, cut on a character boundary and marked "...".
+std::string audit_annotation_value(std::string_view value) {
+  std::string v = valid_utf8(value);
+  if (v.size() > kMaxAuditAnnotationValueBytes) {
+    std::size_t cut = kMaxAuditAnnotationValueBytes - 3;
+    while (cut > 0 && (static_cast<unsigned char>(v[cut]) & 0xC0) == 0x80) --cut;
+    v.resize(cut);
+    v += "...";
+  }
+  return v;
+}
+
+}  // namespace
+
 json AdmissionResponse::complete(ReviewVersion version, std::string_view uid,
                                  Endpoint endpoint) const {
   json response = json::object();
@@ -180,13 +197,7 @@ json AdmissionResponse::complete(ReviewVersion version, std::string_view uid,
   json annotations = json::object();
   for (const auto& [key, value] : audit_annotations_) {
     if (!valid_audit_annotation_key(key)) continue;
-    std::string v = valid_utf8(value);
-    if (v.size() > kMaxAuditAnnotationValueBytes) {
-      std::size_t cut = kMaxAuditAnnotationValueBytes - 3;
-      while (cut > 0 && (static_cast<unsigned char>(v[cut]) & 0xC0) == 0x80) --cut;
-      v.resize(cut);
-      v += "...";
-    }
+    std::string v = audit_annotation_value(value);
     annotations[key] = std::move(v);
   }
   if (!annotations.empty()) response["auditAnnotations"] = std::move(annotations);
@@ -206,13 +217,7 @@ std::string AdmissionResponse::serialize(ReviewVersion version, std::string_view
   annotations.reserve(audit_annotations_.size());
   for (const auto& [key, value] : audit_annotations_) {
     if (!valid_audit_annotation_key(key)) continue;
-    std::string v = valid_utf8(value);
-    if (v.size() > kMaxAuditAnnotationValueBytes) {
-      std::size_t cut = kMaxAuditAnnotationValueBytes - 3;
-      while (cut > 0 && (static_cast<unsigned char>(v[cut]) & 0xC0) == 0x80) --cut;
-      v.resize(cut);
-      v += "...";
-    }
+    std::string v = audit_annotation_value(value);
     annotations.emplace_back(key, std::move(v));
   }
   std::stable_sort(annotations.begin(), annotations.end(),

@@ -150,40 +150,14 @@ bool skip_value(Reader& in, int first) {
   }
 }
 
-// simdjson's parser with a padded copy of one value, reused.
-class ValueParser {
- public:
-  std::optional<SimdJsonView> parse(std::string_view text) {
-    if (!allocated_) {
-      // The ordinary reader refuses JSON nested deeper than 512 levels; an
-      // item starts two levels down (the list, its items).
-      if (parser_.allocate(kInitialCapacity, 510) != simdjson::SUCCESS) return std::nullopt;
-      allocated_ = true;
-    }
-    if (text.size() + simdjson::SIMDJSON_PADDING > padded_.size()) {
-      padded_.resize(text.size() + simdjson::SIMDJSON_PADDING);
-    }
-    std::memcpy(padded_.data(), text.data(), text.size());
-    std::memset(padded_.data() + text.size(), 0, simdjson::SIMDJSON_PADDING);
-    simdjson::dom::element root;
-    if (parser_.parse(padded_.data(), text.size(), false).get(root) != simdjson::SUCCESS) {
-      return std::nullopt;
-    }
-    return SimdJsonView(root);
-  }
-
- private:
-  simdjson::dom::parser parser_;
-  bool allocated_ = false;
-  std::vector<char> padded_;
-};
-
 // Reads the top-level object member by member; nullopt for anything that is
 // not a node list this reader takes.
 std::optional<Inventory> read_list(Reader& in, const CompatDb& db) {
   if (in.next_non_space() != '{') return std::nullopt;
   InventoryBuilder builder(db);
-  ValueParser values;
+  // The ordinary reader refuses JSON nested deeper than 512 levels; an item
+  // starts two levels down (the list, its items).
+  PaddedDomParser values(kInitialCapacity, 510);
   Node node;  // reused: its strings keep their capacity
   std::unordered_set<std::string> names;
   std::unordered_set<std::string> keys;

@@ -16,6 +16,8 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <optional>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -229,6 +231,44 @@ class SimdJsonView {
 
   simdjson::dom::element value_;
   bool valid_ = false;
+};
+
+// simdjson's DOM parser with a padded copy of the text, both kept and reused
+// from one parse to the next (one per thread, or per reader). The view a
+// parse returns is valid until the next parse.
+class PaddedDomParser {
+ public:
+  // `max_depth` bounds nesting as the reference parser's check does, so
+  // that deeper documents fail here and get that parser's error.
+  PaddedDomParser(std::size_t initial_capacity, std::size_t max_depth)
+      : initial_capacity_(initial_capacity), max_depth_(max_depth) {}
+
+  // The text's root, or nullopt when simdjson does not take it.
+  std::optional<SimdJsonView> parse(std::string_view text) {
+    if (!allocated_) {
+      if (parser_.allocate(initial_capacity_, max_depth_) != simdjson::SUCCESS) {
+        return std::nullopt;
+      }
+      allocated_ = true;
+    }
+    if (text.size() + simdjson::SIMDJSON_PADDING > padded_.size()) {
+      padded_.resize(std::max(initial_capacity_, text.size()) + simdjson::SIMDJSON_PADDING);
+    }
+    std::memcpy(padded_.data(), text.data(), text.size());
+    std::memset(padded_.data() + text.size(), 0, simdjson::SIMDJSON_PADDING);
+    simdjson::dom::element root;
+    if (parser_.parse(padded_.data(), text.size(), false).get(root) != simdjson::SUCCESS) {
+      return std::nullopt;
+    }
+    return SimdJsonView(root);
+  }
+
+ private:
+  std::size_t initial_capacity_;
+  std::size_t max_depth_;
+  simdjson::dom::parser parser_;
+  bool allocated_ = false;
+  std::vector<char> padded_;
 };
 
 static_assert(JsonView<SimdJsonView>);

@@ -14,7 +14,6 @@ The last line printed is "N passed, M failed"; the exit status is non-zero
 when a test fails.
 """
 
-import argparse
 import http.client
 import json
 import os
@@ -29,15 +28,12 @@ import threading
 import time
 import unittest
 
+from harness import free_port
+import harness
+
 BINARY = None
 SOURCE = None
 READY_TIMEOUT = 120  # a sanitizer build reading thousands of nodes starts slowly
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def fleet(count):
@@ -244,26 +240,5 @@ class PerformancePathsTest(unittest.TestCase):
             conn.close()
 
 
-def main():
-    global BINARY, SOURCE
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--binary", required=True, help="the cudagate binary")
-    parser.add_argument("--source", required=True, help="the repository root")
-    parser.add_argument("tests", nargs="*", help="test names (default: all)")
-    args = parser.parse_args()
-    BINARY = os.path.abspath(args.binary)
-    SOURCE = os.path.abspath(args.source)
-    loader = unittest.TestLoader()
-    if args.tests:
-        suite = loader.loadTestsFromNames(args.tests, sys.modules[__name__])
-    else:
-        suite = loader.loadTestsFromModule(sys.modules[__name__])
-    result = unittest.TextTestRunner(verbosity=2).run(suite)
-    failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
-    passed = result.testsRun - failed - len(result.skipped)
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(harness.main(__name__))

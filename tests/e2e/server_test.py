@@ -12,7 +12,6 @@ The last line printed is "N passed, M failed"; the exit status is non-zero
 when a test fails.
 """
 
-import argparse
 import http.client
 import json
 import os
@@ -29,6 +28,9 @@ import time
 import unittest
 import uuid
 import warnings
+
+from harness import free_port
+import harness
 
 BINARY = None
 SOURCE = None
@@ -142,13 +144,6 @@ def poll_until(condition, timeout, what):
         threading.Event().wait(POLL)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}"
                          + (f" (last error: {last_error!r})" if last_error else ""))
-
-
-def free_port(host="127.0.0.1"):
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 def make_certs(directory, *extra):
@@ -1053,27 +1048,5 @@ class StartupErrorTest(unittest.TestCase):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def main():
-    global BINARY, SOURCE
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--binary", required=True, help="the cudagate binary")
-    parser.add_argument("--source", required=True, help="the repository root")
-    parser.add_argument("tests", nargs="*", help="test names (default: all)")
-    args = parser.parse_args()
-    BINARY = os.path.abspath(args.binary)
-    SOURCE = os.path.abspath(args.source)
-
-    loader = unittest.TestLoader()
-    if args.tests:
-        suite = loader.loadTestsFromNames(args.tests, sys.modules[__name__])
-    else:
-        suite = loader.loadTestsFromModule(sys.modules[__name__])
-    result = unittest.TextTestRunner(verbosity=2).run(suite)
-    failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
-    passed = result.testsRun - failed - len(result.skipped)
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(harness.main(__name__))

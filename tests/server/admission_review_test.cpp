@@ -7,15 +7,12 @@
 #include <sstream>
 #include <string>
 
+#include "tests/server/support.h"
+
 namespace cudagate {
 namespace {
 
-std::string fixture(const std::string& name) {
-  std::ifstream in(std::string(CUDAGATE_TEST_DATA) + "/admission/" + name);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using server_tests::fixture;
 
 struct BadBody {
   std::string name;

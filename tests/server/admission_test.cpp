@@ -12,40 +12,19 @@
 
 #include "policy/node.h"
 #include "server/admission_response.h"
+#include "tests/server/support.h"
 
 namespace cudagate {
 namespace {
 
-using nlohmann::json;
+using server_tests::db;
+using server_tests::fixture;
+using server_tests::fleet;
 
-std::string fixture(const std::string& name) {
-  std::ifstream in(std::string(CUDAGATE_TEST_DATA) + "/admission/" + name);
-  if (!in) throw std::runtime_error("missing fixture " + name);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using nlohmann::json;
 
 json review(const std::string& name) {
   return json::parse(fixture(name));
-}
-
-const CompatDb& db() {
-  static const CompatDb loaded = [] {
-    auto d = load_compat_db(embedded_compat_db_files());
-    if (!d) throw std::runtime_error(d.error().str());
-    return std::move(*d);
-  }();
-  return loaded;
-}
-
-const Inventory& fleet() {
-  static const Inventory inventory = [] {
-    auto nodes = parse_nodes(fixture("nodes-t4-a100.json"), "nodes-t4-a100.json");
-    if (!nodes) throw std::runtime_error(nodes.error().str());
-    return Inventory::build(std::move(*nodes), db());
-  }();
-  return inventory;
 }
 
 std::string base64_decode(const std::string& text) {

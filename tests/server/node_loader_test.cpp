@@ -16,20 +16,14 @@
 #include <vector>
 
 #include "server/cli_common.h"
+#include "tests/server/support.h"
 
 namespace cudagate {
 namespace {
 
-using nlohmann::json;
+using server_tests::db;
 
-const CompatDb& db() {
-  static const CompatDb loaded = [] {
-    auto d = load_compat_db(embedded_compat_db_files());
-    if (!d) throw std::runtime_error(d.error().str());
-    return std::move(*d);
-  }();
-  return loaded;
-}
+using nlohmann::json;
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -13,27 +13,15 @@
 #include "policy/evaluate.h"
 #include "policy/node.h"
 #include "server/enforcement.h"
+#include "tests/server/support.h"
 
 namespace cudagate {
 namespace {
 
+using server_tests::db;
+using server_tests::fixture;
+
 using nlohmann::json;
-
-std::string fixture(const std::string& name) {
-  std::ifstream in(std::string(CUDAGATE_TEST_DATA) + "/admission/" + name);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-const CompatDb& db() {
-  static const CompatDb loaded = [] {
-    auto d = load_compat_db(embedded_compat_db_files());
-    if (!d) throw std::runtime_error(d.error().str());
-    return std::move(*d);
-  }();
-  return loaded;
-}
 
 Inventory inventory_of(const std::string& nodes_json) {
   auto nodes = parse_nodes(nodes_json, "nodes");

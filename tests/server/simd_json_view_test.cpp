@@ -21,37 +21,16 @@
 #include "server/admission.h"
 #include "server/admission_response.h"
 #include "server/admission_review.h"
+#include "tests/server/support.h"
 
 namespace cudagate {
 namespace {
 
+using server_tests::db;
+using server_tests::fixture;
+using server_tests::fleet;
+
 using nlohmann::json;
-
-std::string fixture(const std::string& name) {
-  std::ifstream in(std::string(CUDAGATE_TEST_DATA) + "/admission/" + name);
-  if (!in) throw std::runtime_error("missing fixture " + name);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-const CompatDb& db() {
-  static const CompatDb loaded = [] {
-    auto d = load_compat_db(embedded_compat_db_files());
-    if (!d) throw std::runtime_error(d.error().str());
-    return std::move(*d);
-  }();
-  return loaded;
-}
-
-const Inventory& fleet() {
-  static const Inventory inventory = [] {
-    auto nodes = parse_nodes(fixture("nodes-t4-a100.json"), "nodes-t4-a100.json");
-    if (!nodes) throw std::runtime_error(nodes.error().str());
-    return Inventory::build(std::move(*nodes), db());
-  }();
-  return inventory;
-}
 
 // A parsed document kept alive with its view.
 struct SimdDoc {
