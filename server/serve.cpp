@@ -211,7 +211,7 @@ void serve(const ServeOptions& options) {
 
   net::io_context ioc(static_cast<int>(threads));
   TlsServer server(
-      ioc, certs, limits,
+      ioc, threads, certs, limits,
       [&state, &metrics](const HttpRequest& request) { return route(request, state, metrics); },
       &metrics);
   if (auto error = server.listen(endpoint)) cli::fail(*error);

@@ -2,8 +2,9 @@
 // The HTTPS listener and its sessions: Boost.Beast HTTP/1.1 over Asio and
 // OpenSSL, asynchronous throughout.
 //
-// Each connection is a session on its own strand. It takes the TLS context
-// current when it is accepted (see CertStore) and keeps it until it closes.
+// Each connection is a session, on its own strand when more than one thread
+// runs the io_context. It takes the TLS context current when it is accepted
+// (see CertStore) and keeps it until it closes.
 // A timer is re-armed before every phase, so a slow or silent peer is cut
 // off without affecting others:
 //   handshake              limits.handshake_timeout
@@ -21,8 +22,9 @@
 // error; a client speaking plain HTTP fails the handshake and is closed
 // without an answer.
 //
-// The request handler runs on the session's strand, on one of the threads
-// that run the io_context; it must not block for long. An exception from it
+// The request handler runs on one of the threads that run the io_context,
+// never at once with another handler of the same session; it must not block
+// for long. An exception from it
 // is answered 500. Error answers carry a JSON body {"error": "..."}.
 //
 // Thread-safety: listen() and start() are called once, before the io_context
@@ -70,9 +72,10 @@ using RequestHandler = std::function<HttpResponse(const HttpRequest&)>;
 class TlsServer {
  public:
   // `certs` and `metrics` (which may be null) must outlive the server and
-  // every session it starts.
-  TlsServer(boost::asio::io_context& ioc, const CertStore& certs, ServerLimits limits,
-            RequestHandler handler, WebhookMetrics* metrics);
+  // every session it starts. `io_threads` is the number of threads that
+  // will run `ioc`; with one, sessions do without strands.
+  TlsServer(boost::asio::io_context& ioc, unsigned io_threads, const CertStore& certs,
+            ServerLimits limits, RequestHandler handler, WebhookMetrics* metrics);
   ~TlsServer();
   TlsServer(const TlsServer&) = delete;
   TlsServer& operator=(const TlsServer&) = delete;

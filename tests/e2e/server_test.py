@@ -175,8 +175,9 @@ class Server:
     """One `cudagate serve` process."""
 
     def __init__(self, workdir, certs, *args, host="127.0.0.1", nodes=None, config=None,
-                 client_cert=False):
+                 client_cert=False, threads=4):
         self.workdir = workdir
+        self.threads = threads
         self.certs = certs
         self.client_cert = client_cert
         self.host = host
@@ -195,7 +196,7 @@ class Server:
         cmd = [BINARY, "serve", "--listen", listen,
                "--tls-cert", os.path.join(self.certs, "server.crt"),
                "--tls-key", os.path.join(self.certs, "server.key"),
-               "--nodes", self.nodes, "--threads", "4",
+               "--nodes", self.nodes, "--threads", str(self.threads),
                "--log-format", "json", "--log-level", "debug"]
         if self.config:
             cmd += ["--config", self.config]
@@ -302,6 +303,8 @@ def is_closed(sock, timeout):
 class ServerTestCase(unittest.TestCase):
     server_args = ()
     config_text = None
+    # One I/O thread runs sessions without strands; more run each on its own.
+    threads = 4
 
     @classmethod
     def setUpClass(cls):
@@ -313,7 +316,8 @@ class ServerTestCase(unittest.TestCase):
             config = os.path.join(cls.tmp, "policy.yaml")
             with open(config, "w") as f:
                 f.write(cls.config_text)
-        cls.server = Server(cls.tmp, cls.certs, *cls.server_args, config=config).start()
+        cls.server = Server(cls.tmp, cls.certs, *cls.server_args, config=config,
+                            threads=cls.threads).start()
 
     @classmethod
     def tearDownClass(cls):
@@ -452,6 +456,57 @@ class TransportTest(ServerTestCase):
             self.assertIs(conn.sock, sock)
         finally:
             conn.close()
+
+    def test_pipelined_and_split_requests_are_answered_in_order(self):
+        """Requests that arrive two to a write, or in pieces cut inside the
+        request line, the header and the body, get their own answers in order."""
+        def raw(body):
+            return (b"POST /validate HTTP/1.1\r\nHost: localhost\r\n"
+                    b"Content-Type: application/json\r\n"
+                    + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+
+        reviews = [review(name=f"p{i}", pod_spec=CUDA124_POD if i % 2 else None)
+                   for i in range(5)]
+        requests = [raw(body) for _, body in reviews]
+        with self.server.tls_socket() as s:
+            s.sendall(requests[0] + requests[1])
+            header_end = requests[2].index(b"\r\n\r\n") + 4
+            for piece in (requests[2][:7], requests[2][7:header_end - 9],
+                          requests[2][header_end - 9:header_end + 20],
+                          requests[2][header_end + 20:]):
+                s.sendall(piece)
+            header_end = requests[3].index(b"\r\n\r\n") + 4
+            s.sendall(requests[3][:header_end + 1])
+            s.sendall(requests[3][header_end + 1:] + requests[4][:30])
+            s.sendall(requests[4][30:])
+            stream = s.makefile("rb")
+
+            class Replies:
+                """One buffered reader for every response on the connection,
+                which the end of one response does not close."""
+                def makefile(self, *args, **kwargs):
+                    return self
+
+                def readline(self, *args):
+                    return stream.readline(*args)
+
+                def read(self, *args):
+                    return stream.read(*args)
+
+                def readinto(self, buffer):
+                    return stream.readinto(buffer)
+
+                def close(self):
+                    pass
+
+            verdicts = []
+            for uid, _ in reviews:
+                res = http.client.HTTPResponse(Replies())
+                res.begin()
+                answer = self.assert_review_answer(res, res.read(), uid)
+                verdicts.append(answer["response"]["allowed"])
+            self.assertEqual(verdicts, [True, False, True, False, True])
+        self.assert_served()
 
     def test_errors_404_405_415(self):
         cases = [
@@ -662,6 +717,12 @@ class TransportTest(ServerTestCase):
         out = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True,
                              text=True, timeout=60)
         self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+
+
+class SingleThreadTransportTest(TransportTest):
+    """The same with one I/O thread, where sessions run without strands."""
+
+    threads = 1
 
 
 class ConnectionBoundTest(ServerTestCase):
@@ -904,6 +965,8 @@ class ReloadTest(ServerTestCase):
 class ShutdownTest(unittest.TestCase):
     """SIGTERM: not ready at once, listener closed, in-flight requests finish, exit 0."""
 
+    threads = 4
+
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="cudagate-server-test-")
         self.certs = os.path.join(self.tmp, "certs")
@@ -944,7 +1007,8 @@ class ShutdownTest(unittest.TestCase):
             return True
 
     def test_sigterm_lets_in_flight_requests_finish_and_exits_0(self):
-        server = Server(self.tmp, self.certs, "--shutdown-grace", "20s").start()
+        server = Server(self.tmp, self.certs, "--shutdown-grace", "20s",
+                        threads=self.threads).start()
         try:
             idle = server.connect()
             idle.request("GET", "/healthz")
@@ -976,7 +1040,8 @@ class ShutdownTest(unittest.TestCase):
             server.stop()
 
     def test_shutdown_grace_bounds_the_drain(self):
-        server = Server(self.tmp, self.certs, "--shutdown-grace", "1s").start()
+        server = Server(self.tmp, self.certs, "--shutdown-grace", "1s",
+                        threads=self.threads).start()
         try:
             uid, body = review()
             stuck = self.partial_request(server, "POST", "/validate", body)
@@ -989,6 +1054,12 @@ class ShutdownTest(unittest.TestCase):
             stuck.close()
         finally:
             server.stop()
+
+
+class SingleThreadShutdownTest(ShutdownTest):
+    """The same with one I/O thread."""
+
+    threads = 1
 
 
 class Ipv6Test(unittest.TestCase):
