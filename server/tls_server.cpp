@@ -1,28 +1,29 @@
 #include "server/tls_server.h"
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/ssl/error.hpp>
-#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
-#include <boost/asio/write.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/string.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
-#include <boost/beast/http/read.hpp>
-#include <boost/beast/http/write.hpp>
-#include <boost/beast/ssl/ssl_stream.hpp>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -128,37 +129,151 @@ class Session : public std::enable_shared_from_this<Session> {
         limits_(server_->limits),
         peer_(endpoint_text(socket)),
         context_(std::move(context)),
-        stream_(std::move(socket), *context_) {}
+        socket_(std::move(socket)),
+        timer_(socket_.get_executor()),
+        ssl_(SSL_new(context_->native_handle())) {
+    if (!ssl_) throw std::runtime_error("SSL_new: " + openssl_error());
+    socket_.non_blocking(true);
+    if (SSL_set_fd(ssl_.get(), static_cast<int>(socket_.native_handle())) != 1) {
+      throw std::runtime_error("SSL_set_fd: " + openssl_error());
+    }
+    SSL_set_accept_state(ssl_.get());
+    // One read for a whole record, and the next request's bytes with it.
+    SSL_set_read_ahead(ssl_.get(), 1);
+  }
 
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
   ~Session() { server_->session_closed(this); }
 
   void run() {
-    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->handshake(); });
+    net::dispatch(socket_.get_executor(), [self = shared_from_this()] { self->handshake(); });
   }
 
   // Ends the session once it is between requests; a request in progress
   // completes first (its response then closes the connection).
   void stop() {
-    net::post(stream_.get_executor(), [self = shared_from_this()] {
+    net::post(socket_.get_executor(), [self = shared_from_this()] {
       if (self->phase_ == Phase::handshake || self->phase_ == Phase::awaiting) {
-        self->lowest().cancel();
+        beast::error_code ignored;
+        self->socket_.cancel(ignored);
       }
     });
   }
 
  private:
   enum class Phase : unsigned char { handshake, awaiting, reading, handling, writing, closing };
+  using Clock = std::chrono::steady_clock;
 
-  beast::tcp_stream& lowest() { return beast::get_lowest_layer(stream_); }
+  struct SslFree {
+    void operator()(SSL* ssl) const { SSL_free(ssl); }
+  };
+
+  static std::string openssl_error() {
+    char text[256] = {};
+    ERR_error_string_n(ERR_get_error(), text, sizeof text);
+    return text;
+  }
+
+  // The current phase must end by `timeout` from now, or the connection is
+  // cut off. The timer is re-armed only for a deadline earlier than the one
+  // it waits for; a later one is checked when it fires, so most phases cost
+  // a clock read and no timer operation.
+  void set_deadline(Clock::duration timeout) {
+    deadline_ = Clock::now() + timeout;
+    if (timer_armed_ && timer_.expiry() <= deadline_) return;
+    arm_timer();
+  }
+
+  void arm_timer() {
+    timer_armed_ = true;
+    timer_.expires_at(deadline_);
+    timer_.async_wait(
+        [weak = weak_from_this(), generation = ++timer_generation_](const beast::error_code&) {
+          const auto self = weak.lock();
+          if (!self || generation != self->timer_generation_) return;
+          self->timer_armed_ = false;
+          if (Clock::now() < self->deadline_) return self->arm_timer();
+          // What waits on the socket fails now, and so does any later I/O.
+          self->timed_out_ = true;
+          beast::error_code ignored;
+          self->socket_.shutdown(tcp::socket::shutdown_both, ignored);
+          self->socket_.cancel(ignored);
+        });
+  }
+
+  // Runs `call` (one OpenSSL operation on this connection's socket) until it
+  // completes, waiting for the socket whenever OpenSSL asks to read or write
+  // more, then calls done(error, result). OpenSSL reads and writes the
+  // socket itself: no memory BIO, and no copy, between it and the kernel.
+  template <class Call, class Done>
+  void drive(Call call, Done done) {
+    ERR_clear_error();
+    errno = 0;
+    const int result = call();
+    if (result > 0) return done(beast::error_code(), result);
+    const int saved_errno = errno;
+    const int code = SSL_get_error(ssl_.get(), result);
+    if (code == SSL_ERROR_WANT_READ || code == SSL_ERROR_WANT_WRITE) {
+      socket_.async_wait(
+          code == SSL_ERROR_WANT_READ ? tcp::socket::wait_read : tcp::socket::wait_write,
+          [self = shared_from_this(), call = std::move(call),
+           done = std::move(done)](const beast::error_code& ec) mutable {
+            if (ec) return done(self->interrupted(ec), 0);
+            self->drive(std::move(call), std::move(done));
+          });
+      return;
+    }
+    done(failure(code, saved_errno), 0);
+  }
+
+  beast::error_code interrupted(const beast::error_code& ec) const {
+    return timed_out_ ? beast::error_code(beast::error::timeout) : ec;
+  }
+
+  // An OpenSSL failure as the error asio's TLS stream would report.
+  beast::error_code failure(int code, int saved_errno) const {
+    if (timed_out_) return beast::error::timeout;
+    if (code == SSL_ERROR_ZERO_RETURN) return net::error::eof;
+    const unsigned long error = ERR_get_error();
+    if (code == SSL_ERROR_SYSCALL && error == 0) {
+      if (saved_errno != 0) return {saved_errno, beast::system_category()};
+      return ssl::error::stream_truncated;  // closed without close_notify
+    }
+    if (ERR_GET_REASON(error) == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
+      return ssl::error::stream_truncated;
+    }
+    if (error != 0) return {static_cast<int>(error), net::error::get_ssl_category()};
+    return net::error::connection_aborted;
+  }
+
+  // Reads what the peer sends next (decrypted) into the buffer.
+  template <class Done>
+  void read_some(Done done) {
+    drive(
+        [this] {
+          const auto space = buffer_.prepare(kReadChunk);
+          return SSL_read(ssl_.get(), space.data(), static_cast<int>(space.size()));
+        },
+        [this, done = std::move(done)](const beast::error_code& ec, int n) mutable {
+          if (!ec) buffer_.commit(static_cast<std::size_t>(n));
+          done(ec);
+        });
+  }
+
+  // Writes all of `bytes`, which must stay put until done(error).
+  template <class Done>
+  void write_all(std::string_view bytes, Done done) {
+    drive([this,
+           bytes] { return SSL_write(ssl_.get(), bytes.data(), static_cast<int>(bytes.size())); },
+          [done = std::move(done)](const beast::error_code& ec, int) mutable { done(ec); });
+  }
 
   void handshake() {
     phase_ = Phase::handshake;
-    lowest().expires_after(limits_.handshake_timeout);
-    stream_.async_handshake(
-        ssl::stream_base::server,
-        [self = shared_from_this()](const beast::error_code& ec) { self->on_handshake(ec); });
+    set_deadline(limits_.handshake_timeout);
+    drive([this] { return SSL_do_handshake(ssl_.get()); },
+          [this](const beast::error_code& ec, int) { on_handshake(ec); });
   }
 
   void on_handshake(const beast::error_code& ec) {
@@ -169,7 +284,7 @@ class Session : public std::enable_shared_from_this<Session> {
       return;
     }
     first_ = true;
-    lowest().expires_after(limits_.header_timeout);
+    set_deadline(limits_.header_timeout);
     await_request();
   }
 
@@ -177,38 +292,61 @@ class Session : public std::enable_shared_from_this<Session> {
     if (server_->draining.load()) return close();
     if (buffer_.size() > 0) return read_header();  // pipelined: already here
     phase_ = Phase::awaiting;
-    if (!first_) lowest().expires_after(limits_.idle_timeout);
-    stream_.async_read_some(
-        buffer_.prepare(kReadChunk),
-        [self = shared_from_this()](const beast::error_code& ec, std::size_t n) {
-          self->on_first_bytes(ec, n);
-        });
+    if (!first_) set_deadline(limits_.idle_timeout);
+    auto on_bytes = [this](const beast::error_code& ec) { on_first_bytes(ec); };
+    // Between requests the socket is usually empty: wait for it rather
+    // than try a read that would find nothing.
+    if (SSL_has_pending(ssl_.get()) == 1) return read_some(std::move(on_bytes));
+    socket_.async_wait(tcp::socket::wait_read,
+                       [self = shared_from_this(), on_bytes](const beast::error_code& ec) {
+                         if (ec) return self->on_first_bytes(self->interrupted(ec));
+                         self->read_some(on_bytes);
+                       });
   }
 
-  void on_first_bytes(const beast::error_code& ec, std::size_t n) {
+  void on_first_bytes(const beast::error_code& ec) {
     if (ec) {
       if (ec == net::error::operation_aborted && server_->draining.load()) return close();
       return end(ec, "waiting for a request");
     }
-    buffer_.commit(n);
+    if (buffer_.size() == 0) return await_request();  // a record without data
     read_header();
   }
 
   // Parses what the buffer holds before reading more: a request that came
   // whole with its first bytes, as the API server's usually do, is handled
-  // without a further asynchronous step. Otherwise the reads go on where
-  // the parse stopped, as http::async_read_header and http::async_read would
-  // have from the start.
+  // without a further asynchronous step.
   void read_header() {
     phase_ = Phase::reading;
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(limits_.max_header_bytes));
     parser_->body_limit(limits_.max_body_bytes);
+    if (!parse_header()) return;
+    if (!first_) set_deadline(limits_.header_timeout);
+    read_rest_of_header();
+  }
+
+  // Feeds the buffer to the parser; true when the header is not complete
+  // yet and nothing went wrong. Otherwise the request is answered.
+  bool parse_header() {
     beast::error_code ec;
     feed_parser([this] { return parser_->is_header_done(); }, ec);
-    if (ec) return on_read_error(ec, "reading a request header");
-    if (!parser_->is_header_done()) return read_rest_of_header();
-    on_header(ec);
+    if (ec) {
+      on_read_error(ec, "reading a request header");
+      return false;
+    }
+    if (parser_->is_header_done()) {
+      on_header();
+      return false;
+    }
+    return true;
+  }
+
+  void read_rest_of_header() {
+    read_some([this](const beast::error_code& ec) {
+      if (ec) return on_read_error(ec, "reading a request header");
+      if (parse_header()) read_rest_of_header();
+    });
   }
 
   // Puts the buffered bytes into the parser until `done()` or until it
@@ -226,27 +364,15 @@ class Session : public std::enable_shared_from_this<Session> {
     }
   }
 
-  void read_rest_of_header() {
-    if (!first_) lowest().expires_after(limits_.header_timeout);
-    http::async_read_header(stream_, buffer_, *parser_,
-                            [self = shared_from_this()](const beast::error_code& ec, std::size_t) {
-                              self->on_header(ec);
-                            });
-  }
-
-  void on_header(const beast::error_code& ec) {
-    if (ec) return on_read_error(ec, "reading a request header");
-    lowest().expires_after(limits_.body_timeout);
+  void on_header() {
+    set_deadline(limits_.body_timeout);
     if (parser_->is_done()) return handle();
     const auto expect = parser_->get()[http::field::expect];
     if (beast::iequals(expect, "100-continue")) {
-      continue_.emplace(http::status::continue_, parser_->get().version());
-      http::async_write(stream_, *continue_,
-                        [self = shared_from_this()](const beast::error_code& wec, std::size_t) {
-                          self->continue_.reset();
-                          if (wec) return self->end(wec, "writing 100 Continue");
-                          self->read_body();
-                        });
+      write_all(kContinue, [this](const beast::error_code& ec) {
+        if (ec) return end(ec, "writing 100 Continue");
+        read_body();
+      });
       return;
     }
     read_body();
@@ -254,15 +380,14 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void read_body() {
     parser_->eager(true);
-    beast::error_code parse_ec;
-    feed_parser([this] { return parser_->is_done(); }, parse_ec);
-    if (parse_ec) return on_read_error(parse_ec, "reading a request body");
+    beast::error_code ec;
+    feed_parser([this] { return parser_->is_done(); }, ec);
+    if (ec) return on_read_error(ec, "reading a request body");
     if (parser_->is_done()) return handle();
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](const beast::error_code& ec, std::size_t) {
-                       if (ec) return self->on_read_error(ec, "reading a request body");
-                       self->handle();
-                     });
+    read_some([this](const beast::error_code& rec) {
+      if (rec) return on_read_error(rec, "reading a request body");
+      read_body();
+    });
   }
 
   void on_read_error(const beast::error_code& ec, const char* what) {
@@ -308,10 +433,8 @@ class Session : public std::enable_shared_from_this<Session> {
     write(std::move(response));
   }
 
-  // The response leaves as one buffer (status line, fields, body), written
-  // here rather than by http::async_write: one TLS record and one send,
-  // without the serializer's buffer sequences, which cost as much as a
-  // twentieth of a request.
+  // The response leaves as one buffer (status line, fields, body): one TLS
+  // record and one send.
   void write(HttpResponse&& response) {
     phase_ = Phase::writing;
     response.prepare_payload();
@@ -336,14 +459,13 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     wire_ += "\r\n";
     wire_ += response.body();
-    lowest().expires_after(limits_.write_timeout);
+    set_deadline(limits_.write_timeout);
     // Posted, so that it goes out after the handlers already ready on this
     // thread: the answers to the requests that arrived together leave
     // together, and the client is woken once for them rather than once for
     // each, which on a busy server is worth a fifth of its throughput.
-    net::post(stream_.get_executor(), [self = shared_from_this()] {
-      net::async_write(self->stream_, net::buffer(self->wire_),
-                       [self](const beast::error_code& ec, std::size_t) { self->on_write(ec); });
+    net::post(socket_.get_executor(), [self = shared_from_this()] {
+      self->write_all(self->wire_, [self](const beast::error_code& ec) { self->on_write(ec); });
     });
   }
 
@@ -359,26 +481,32 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void linger() {
     phase_ = Phase::closing;
-    lowest().expires_after(kLingerTime);
+    set_deadline(kLingerTime);
     buffer_.clear();
-    stream_.async_read_some(
-        buffer_.prepare(kReadChunk),
-        [self = shared_from_this()](const beast::error_code& ec, std::size_t n) {
-          self->lingered_ += n;
-          if (ec || self->lingered_ > kLingerMaxBytes) {
-            self->lowest().close();
-            return;
-          }
-          self->linger();
-        });
+    read_some([this](const beast::error_code& ec) {
+      lingered_ += buffer_.size();
+      buffer_.clear();
+      if (ec || lingered_ > kLingerMaxBytes) return shut();
+      linger();
+    });
   }
 
   // Sends close_notify and waits briefly for the peer's.
   void close() {
     phase_ = Phase::closing;
-    lowest().expires_after(kCloseTime);
-    stream_.async_shutdown(
-        [self = shared_from_this()](const beast::error_code&) { self->lowest().close(); });
+    set_deadline(kCloseTime);
+    drive(
+        [this] {
+          const int sent = SSL_shutdown(ssl_.get());
+          return sent == 0 ? SSL_shutdown(ssl_.get()) : sent;
+        },
+        [this](const beast::error_code&, int) { shut(); });
+  }
+
+  void shut() {
+    beast::error_code ignored;
+    socket_.shutdown(tcp::socket::shutdown_both, ignored);
+    socket_.close(ignored);
   }
 
   void end(const beast::error_code& ec, const char* what) {
@@ -390,17 +518,25 @@ class Session : public std::enable_shared_from_this<Session> {
     // Returning drops the last reference: the destructor closes the socket.
   }
 
+  static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+
   std::shared_ptr<TlsServer::Impl> server_;
   const ServerLimits& limits_;
   const std::string peer_;
-  // Declared before the stream, which refers to it, so that it outlives it.
+  // Declared before the connection, which refers to it, so that it outlives it.
   std::shared_ptr<ssl::context> context_;
-  beast::ssl_stream<beast::tcp_stream> stream_;
+  tcp::socket socket_;
+  net::steady_timer timer_;
+  // Declared after the socket: freed first, while its descriptor is open.
+  std::unique_ptr<SSL, SslFree> ssl_;
+  Clock::time_point deadline_;
+  std::uint64_t timer_generation_ = 0;
+  bool timer_armed_ = false;
+  bool timed_out_ = false;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::string wire_;  // the response being written
   bool keep_alive_ = false;
-  std::optional<http::response<http::empty_body>> continue_;
   Phase phase_ = Phase::handshake;
   bool first_ = true;
   bool linger_ = false;

@@ -1,6 +1,7 @@
 #pragma once
-// The HTTPS listener and its sessions: Boost.Beast HTTP/1.1 over Asio and
-// OpenSSL, asynchronous throughout.
+// The HTTPS listener and its sessions: HTTP/1.1 (Boost.Beast's parser) over
+// TLS, asynchronous throughout. OpenSSL reads and writes each connection's
+// socket itself; Asio's reactor tells it when the socket is ready.
 //
 // Each connection is a session, on its own strand when more than one thread
 // runs the io_context. It takes the TLS context current when it is accepted

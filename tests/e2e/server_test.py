@@ -508,6 +508,28 @@ class TransportTest(ServerTestCase):
             self.assertEqual(verdicts, [True, False, True, False, True])
         self.assert_served()
 
+    def test_a_long_pipeline_is_answered_whole_and_in_order(self):
+        """A thousand requests sent at once, read only after the last is
+        sent: each answer arrives whole, in order, on the one connection."""
+        count = 1000
+        request = b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n"
+        with self.server.tls_socket(timeout=30) as s:
+            s.sendall(request * count)
+            stream = s.makefile("rb")
+            for _ in range(count):
+                status = stream.readline()
+                self.assertTrue(status.startswith(b"HTTP/1.1 200"), status)
+                length = None
+                while (line := stream.readline()) not in (b"\r\n", b""):
+                    name, _, value = line.partition(b":")
+                    if name.strip().lower() == b"content-length":
+                        length = int(value)
+                self.assertIsNotNone(length)
+                body = stream.read(length)
+                self.assertEqual(len(body), length)
+                self.assertIn(b"cudagate_admission_requests_total", body)
+        self.assert_served()
+
     def test_errors_404_405_415(self):
         cases = [
             ("GET", "/nope", None, {}, 404),
