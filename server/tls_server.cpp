@@ -205,7 +205,8 @@ class Session : public std::enable_shared_from_this<Session> {
   // Runs `call` (one OpenSSL operation on this connection's socket) until it
   // completes, waiting for the socket whenever OpenSSL asks to read or write
   // more, then calls done(error, result). OpenSSL reads and writes the
-  // socket itself: no memory BIO, and no copy, between it and the kernel.
+  // socket itself: no memory BIO, and no extra copy of the bytes, between
+  // it and the kernel.
   template <class Call, class Done>
   void drive(Call call, Done done) {
     ERR_clear_error();
