@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <functional>
 #include <utility>
 
 namespace cudagate {
@@ -98,50 +99,67 @@ MetricFamily::MetricFamily(std::string name, std::string help, MetricType type,
   std::sort(buckets_.begin(), buckets_.end());
 }
 
+MetricFamily::Sample::Sample(std::size_t buckets)
+    : counts(buckets == 0 ? nullptr : std::make_unique<std::atomic<std::uint64_t>[]>(buckets)) {}
+
+std::size_t MetricFamily::hash(std::initializer_list<std::string_view> labels) {
+  std::size_t h = labels.size();
+  for (const std::string_view value : labels) {
+    h = h * 1099511628211U ^ std::hash<std::string_view>()(value);
+  }
+  return h;
+}
+
 MetricFamily::Sample* MetricFamily::sample(std::initializer_list<std::string_view> labels) {
   if (labels.size() != label_names_.size()) return nullptr;
+  const std::size_t h = hash(labels);
+  const auto same = [&labels](const std::vector<std::string>& values) {
+    return std::equal(labels.begin(), labels.end(), values.begin(), values.end(),
+                      [](std::string_view a, const std::string& b) { return a == b; });
+  };
+  if (const Index* index = index_.load(std::memory_order_acquire)) {
+    for (const Index::Entry& e : index->entries) {
+      if (e.hash == h && same(*e.labels)) return e.sample;
+    }
+  }
+  const std::lock_guard lock(mutex_);
   if (const auto it = samples_.find(labels); it != samples_.end()) return &it->second;
-  auto [it, inserted] =
-      samples_.try_emplace(std::vector<std::string>(labels.begin(), labels.end()));
-  if (inserted && type_ == MetricType::histogram) it->second.counts.assign(buckets_.size() + 1, 0);
+  const std::size_t buckets = type_ == MetricType::histogram ? buckets_.size() + 1 : 0;
+  const auto it =
+      samples_.try_emplace(std::vector<std::string>(labels.begin(), labels.end()), buckets).first;
+  auto index = std::make_unique<Index>();
+  if (const Index* old = index_.load(std::memory_order_relaxed)) *index = *old;
+  index->entries.push_back(Index::Entry{h, &it->first, &it->second});
+  index_.store(index.get(), std::memory_order_release);
+  indexes_.push_back(std::move(index));
   return &it->second;
 }
 
 void MetricFamily::add(std::initializer_list<std::string_view> labels, double amount) {
   if (type_ == MetricType::histogram) return;
   if (type_ == MetricType::counter && !(amount >= 0)) return;
-  const std::lock_guard lock(mutex_);
-  if (Sample* s = sample(labels)) s->value += amount;
+  if (Sample* s = sample(labels)) s->value.fetch_add(amount, std::memory_order_relaxed);
 }
 
 void MetricFamily::set(std::initializer_list<std::string_view> labels, double value) {
   if (type_ != MetricType::gauge) return;
-  const std::lock_guard lock(mutex_);
-  if (Sample* s = sample(labels)) s->value = value;
+  if (Sample* s = sample(labels)) s->value.store(value, std::memory_order_relaxed);
 }
 
 void MetricFamily::observe(std::initializer_list<std::string_view> labels, double value) {
   if (type_ != MetricType::histogram || std::isnan(value)) return;
-  const std::lock_guard lock(mutex_);
   Sample* s = sample(labels);
   if (s == nullptr) return;
   const auto bucket = std::lower_bound(buckets_.begin(), buckets_.end(), value) - buckets_.begin();
-  s->counts[static_cast<std::size_t>(bucket)] += 1;
-  s->sum += value;
-  s->count += 1;
+  s->counts[static_cast<std::size_t>(bucket)].fetch_add(1, std::memory_order_relaxed);
+  s->sum.fetch_add(value, std::memory_order_relaxed);
 }
 
 void MetricFamily::touch(std::initializer_list<std::string_view> labels) {
-  const std::lock_guard lock(mutex_);
   (void)sample(labels);
 }
 
 void MetricFamily::render(std::string& out) const {
-  decltype(samples_) samples;
-  {
-    const std::lock_guard lock(mutex_);
-    samples = samples_;
-  }
   out += "# HELP ";
   out += name_;
   out += ' ';
@@ -152,43 +170,50 @@ void MetricFamily::render(std::string& out) const {
   out += type_name(type_);
   out += '\n';
 
-  // A histogram without any labelled series still exposes its empty series,
-  // so dashboards see zero rather than no data.
-  if (type_ == MetricType::histogram && samples.empty() && label_names_.empty()) {
-    samples[{}].counts.assign(buckets_.size() + 1, 0);
-  }
-
-  for (const auto& [labels, s] : samples) {
-    if (type_ != MetricType::histogram) {
-      out += name_;
-      append_labels(out, label_names_, labels);
-      out += ' ';
-      append_number(out, s.value);
-      out += '\n';
-      continue;
-    }
-    double cumulative = 0;
+  // _count is the sum of the buckets read, so that it equals the +Inf
+  // bucket even while observations land during the render.
+  const auto histogram = [&](const std::vector<std::string>& labels, const Sample* s) {
+    std::uint64_t cumulative = 0;
     for (std::size_t i = 0; i <= buckets_.size(); ++i) {
-      cumulative += s.counts[i];
+      if (s != nullptr) cumulative += s->counts[i].load(std::memory_order_relaxed);
       out += name_;
       out += "_bucket";
       append_labels(out, label_names_, labels, "le",
                     i < buckets_.size() ? bucket_bound(buckets_[i]) : "+Inf");
       out += ' ';
-      append_number(out, cumulative);
+      append_number(out, static_cast<double>(cumulative));
       out += '\n';
     }
     out += name_;
     out += "_sum";
     append_labels(out, label_names_, labels);
     out += ' ';
-    append_number(out, s.sum);
+    append_number(out, s != nullptr ? s->sum.load(std::memory_order_relaxed) : 0.0);
     out += '\n';
     out += name_;
     out += "_count";
     append_labels(out, label_names_, labels);
     out += ' ';
-    append_number(out, s.count);
+    append_number(out, static_cast<double>(cumulative));
+    out += '\n';
+  };
+
+  const std::lock_guard lock(mutex_);
+  // A histogram without any labelled series still exposes its empty series,
+  // so dashboards see zero rather than no data.
+  if (type_ == MetricType::histogram && samples_.empty() && label_names_.empty()) {
+    histogram({}, nullptr);
+    return;
+  }
+  for (const auto& [labels, s] : samples_) {
+    if (type_ == MetricType::histogram) {
+      histogram(labels, &s);
+      continue;
+    }
+    out += name_;
+    append_labels(out, label_names_, labels);
+    out += ' ';
+    append_number(out, s.value.load(std::memory_order_relaxed));
     out += '\n';
   }
 }

@@ -3,15 +3,19 @@
 // webhook's metrics (SPEC 8) built on it.
 //
 // Families are created once at startup; their samples are updated from any
-// thread (each family has its own mutex, held only to update one sample or
-// to copy the family out while rendering). Label values are given in the
+// thread without a lock: an update finds its sample through an immutable
+// index and changes it with atomic operations. A family's mutex is taken
+// only to add a sample (a label set seen for the first time, which publishes
+// a new index) and to render. Label values are given in the
 // order of the family's label names; a call with the wrong number of values
 // is a programming error and is ignored rather than rendered malformed.
 // render() writes every family with HELP and TYPE lines, so the output
 // passes `promtool check metrics`.
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <initializer_list>
 #include <map>
 #include <memory>
@@ -42,20 +46,13 @@ class MetricFamily {
 
  private:
   struct Sample {
-    double value = 0;            // counter and gauge
-    std::vector<double> counts;  // histogram: per bucket, not cumulative
-    double sum = 0;
-    double count = 0;
+    explicit Sample(std::size_t buckets);
+    std::atomic<double> value{0};  // counter and gauge
+    // Histogram: one count per bucket, the last for +Inf; not cumulative.
+    std::unique_ptr<std::atomic<std::uint64_t>[]> counts;
+    std::atomic<double> sum{0};
   };
-  Sample* sample(std::initializer_list<std::string_view> labels);  // mutex held
-
-  std::string name_;
-  std::string help_;
-  MetricType type_;
-  std::vector<std::string> label_names_;
-  std::vector<double> buckets_;  // upper bounds, increasing; +Inf implied
-  mutable std::mutex mutex_;
-  // Label values in order; looked up by views, so that updating an existing
+  // Label values in order; looked up by views, so that finding an existing
   // sample allocates nothing.
   struct LabelsLess {
     using is_transparent = void;
@@ -66,7 +63,30 @@ class MetricFamily {
           [](const auto& x, const auto& y) { return std::string_view(x) < std::string_view(y); });
     }
   };
-  std::map<std::vector<std::string>, Sample, LabelsLess> samples_;
+  using Samples = std::map<std::vector<std::string>, Sample, LabelsLess>;
+  // The samples that exist when it is published; never changed after.
+  struct Index {
+    struct Entry {
+      std::size_t hash;
+      const std::vector<std::string>* labels;
+      Sample* sample;
+    };
+    std::vector<Entry> entries;
+  };
+
+  static std::size_t hash(std::initializer_list<std::string_view> labels);
+  // The sample of `labels`, added when missing; null for a wrong label count.
+  Sample* sample(std::initializer_list<std::string_view> labels);
+
+  std::string name_;
+  std::string help_;
+  MetricType type_;
+  std::vector<std::string> label_names_;
+  std::vector<double> buckets_;  // upper bounds, increasing; +Inf implied
+  mutable std::mutex mutex_;     // guards samples_ (insertions) and indexes_
+  Samples samples_;              // map nodes do not move: Index entries point into them
+  std::vector<std::unique_ptr<const Index>> indexes_;  // every one published, kept to the end
+  std::atomic<const Index*> index_{nullptr};
 };
 
 class MetricsRegistry {

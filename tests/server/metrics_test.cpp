@@ -3,12 +3,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace cudagate {
@@ -78,6 +80,61 @@ TEST(MetricsRegistry, RendersTheTextFormat) {
     row.fill(registry);
     EXPECT_EQ(registry.render(), row.expected);
   }
+}
+
+// Updates take no lock: threads add to shared and new series while another
+// renders, and no increment is lost.
+TEST(MetricsRegistry, ConcurrentUpdatesAreAllCounted) {
+  MetricsRegistry r;
+  auto& c = r.counter("x_total", "X.", {"worker", "kind"});
+  auto& h = r.histogram("x_seconds", "S.", {"kind"}, {0.5});
+  auto& g = r.gauge("x_open", "Open.");
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 20000;
+  std::atomic<bool> done{false};
+  std::thread renderer([&] {
+    while (!done.load()) {
+      const std::string text = r.render();
+      ASSERT_NE(text.find("# TYPE x_seconds histogram"), std::string::npos);
+    }
+  });
+  std::vector<std::thread> workers;
+  for (int t = 0; t < kThreads; ++t) {
+    workers.emplace_back([&, t] {
+      const std::string mine = std::to_string(t);
+      for (int i = 0; i < kPerThread; ++i) {
+        c.add({"all", "shared"});
+        c.add({mine, i % 2 == 0 ? "even" : "odd"});  // series created while others update
+        h.observe({"shared"}, i % 2 == 0 ? 0.25 : 1.0);
+        g.add({}, 1);
+        g.add({}, -1);
+      }
+    });
+  }
+  for (auto& w : workers) w.join();
+  done = true;
+  renderer.join();
+
+  const std::string text = r.render();
+  const auto has = [&text](const std::string& line) {
+    return text.find(line + "\n") != std::string::npos;
+  };
+  EXPECT_TRUE(
+      has("x_total{worker=\"all\",kind=\"shared\"} " + std::to_string(kThreads * kPerThread)))
+      << text;
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_TRUE(has("x_total{worker=\"" + std::to_string(t) + "\",kind=\"even\"} " +
+                    std::to_string(kPerThread / 2)))
+        << text;
+  }
+  const int total = kThreads * kPerThread;
+  EXPECT_TRUE(has("x_seconds_bucket{kind=\"shared\",le=\"0.5\"} " + std::to_string(total / 2)))
+      << text;
+  EXPECT_TRUE(has("x_seconds_bucket{kind=\"shared\",le=\"+Inf\"} " + std::to_string(total)))
+      << text;
+  EXPECT_TRUE(has("x_seconds_count{kind=\"shared\"} " + std::to_string(total))) << text;
+  EXPECT_TRUE(has("x_seconds_sum{kind=\"shared\"} " + std::to_string(total / 2 * 5 / 4))) << text;
+  EXPECT_TRUE(has("x_open 0")) << text;
 }
 
 TEST(WebhookMetrics, ExposesTheContractNames) {
