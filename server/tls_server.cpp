@@ -209,10 +209,25 @@ class Session : public std::enable_shared_from_this<Session> {
   // it and the kernel.
   template <class Call, class Done>
   void drive(Call call, Done done) {
+    // Operations that keep completing at once (a long body already waiting
+    // in the socket) go on from the event loop every so often rather than
+    // ever deeper on this stack.
+    if (inline_depth_ >= kMaxInlineDepth) {
+      net::post(socket_.get_executor(), [self = shared_from_this(), call = std::move(call),
+                                         done = std::move(done)]() mutable {
+        self->drive(std::move(call), std::move(done));
+      });
+      return;
+    }
     ERR_clear_error();
     errno = 0;
     const int result = call();
-    if (result > 0) return done(beast::error_code(), result);
+    if (result > 0) {
+      ++inline_depth_;
+      done(beast::error_code(), result);
+      --inline_depth_;
+      return;
+    }
     const int saved_errno = errno;
     const int code = SSL_get_error(ssl_.get(), result);
     if (code == SSL_ERROR_WANT_READ || code == SSL_ERROR_WANT_WRITE) {
@@ -310,7 +325,6 @@ class Session : public std::enable_shared_from_this<Session> {
       if (ec == net::error::operation_aborted && server_->draining.load()) return close();
       return end(ec, "waiting for a request");
     }
-    if (buffer_.size() == 0) return await_request();  // a record without data
     read_header();
   }
 
@@ -520,6 +534,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+  static constexpr int kMaxInlineDepth = 16;
 
   std::shared_ptr<TlsServer::Impl> server_;
   const ServerLimits& limits_;
@@ -534,6 +549,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::uint64_t timer_generation_ = 0;
   bool timer_armed_ = false;
   bool timed_out_ = false;
+  int inline_depth_ = 0;  // done() calls of drive() now on the stack
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::string wire_;  // the response being written
