@@ -135,42 +135,27 @@ class RequestDocument {
 // A document value as nlohmann::json, with nlohmann's own number types
 // (non-negative integers are unsigned), so that the patch writer sees what
 // the reference parser would have given it.
-json to_nlohmann(simdjson::dom::element value, bool skip_managed_fields = false) {
-  switch (value.type()) {
-    case simdjson::dom::element_type::OBJECT: {
-      json out = json::object();
-      const simdjson::dom::object members = value.get_object().value_unsafe();
-      for (const auto field : members) {
-        if (skip_managed_fields && field.key == "managedFields") continue;
-        // The last of repeated keys wins, as in nlohmann::json.
-        out[std::string(field.key)] = to_nlohmann(field.value);
-      }
-      return out;
-    }
-    case simdjson::dom::element_type::ARRAY: {
-      json out = json::array();
-      const simdjson::dom::array items = value.get_array().value_unsafe();
-      for (const simdjson::dom::element item : items) {
-        out.push_back(to_nlohmann(item));
-      }
-      return out;
-    }
-    case simdjson::dom::element_type::STRING:
-      return std::string(value.get_string().value_unsafe());
-    case simdjson::dom::element_type::INT64: {
-      const std::int64_t n = value.get_int64().value_unsafe();
-      if (n >= 0) return static_cast<std::uint64_t>(n);
-      return n;
-    }
-    case simdjson::dom::element_type::UINT64:
-      return value.get_uint64().value_unsafe();
-    case simdjson::dom::element_type::DOUBLE:
-      return value.get_double().value_unsafe();
-    case simdjson::dom::element_type::BOOL:
-      return value.get_bool().value_unsafe();
-    case simdjson::dom::element_type::NULL_VALUE:
-      return nullptr;
+json to_nlohmann(const SimdJsonView& value, bool skip_managed_fields = false) {
+  if (value.is_object()) {
+    json out = json::object();
+    // Each key once, the last of repeated ones, as in nlohmann::json.
+    value.for_each_member([&](std::string_view key, const SimdJsonView& member) {
+      if (skip_managed_fields && key == "managedFields") return;
+      out[std::string(key)] = to_nlohmann(member);
+    });
+    return out;
   }
+  if (value.is_array()) {
+    json out = json::array();
+    value.for_each_element(
+        [&](std::size_t, const SimdJsonView& item) { out.push_back(to_nlohmann(item)); });
+    return out;
+  }
+  if (value.is_string()) return std::string(value.string());
+  if (value.is_number_unsigned()) return value.as_unsigned();
+  if (value.is_number_integer()) return value.as_integer();
+  if (value.is_number_float()) return value.as_float();
+  if (value.is_boolean()) return value.boolean();
   return nullptr;
 }
 
@@ -181,10 +166,9 @@ json to_nlohmann(simdjson::dom::element value, bool skip_managed_fields = false)
 json object_for_patch(const SimdJsonView& object) {
   if (!object.valid() || !object.is_object()) return nullptr;
   json out = json::object();
-  const simdjson::dom::object members = object.element().get_object().value_unsafe();
-  for (const auto field : members) {
-    out[std::string(field.key)] = to_nlohmann(field.value, field.key == "metadata");
-  }
+  object.for_each_member([&](std::string_view key, const SimdJsonView& member) {
+    out[std::string(key)] = to_nlohmann(member, key == "metadata");
+  });
   return out;
 }
 

@@ -9,11 +9,19 @@
 // a non-negative integer is "unsigned". Inputs simdjson refuses that
 // nlohmann accepts (integers beyond 64 bits, a byte order mark) are the
 // caller's to route to the reference parser.
+//
+// The view walks the document's tape (the layout simdjson documents in
+// docs/tape.md) itself rather than through simdjson::dom::element, so that
+// stepping over a member and comparing a key are a few inlined loads: the
+// workload reader does both a few hundred times per review.
+// tests/server/simd_json_view_test.cpp and the fuzz target hold the view
+// to nlohmann::json's answers on the same text.
 
 #include <simdjson.h>
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -29,49 +37,41 @@ namespace cudagate {
 class SimdJsonView {
  public:
   SimdJsonView() = default;
-  explicit SimdJsonView(simdjson::dom::element value) : value_(value), valid_(true) {}
+  // The root of a document simdjson has parsed; valid while the document
+  // is neither parsed into again nor destroyed.
+  explicit SimdJsonView(const simdjson::dom::document& doc)
+      : tape_(doc.tape.get()), strings_(doc.string_buf.get()), index_(1) {}
 
-  [[nodiscard]] bool valid() const { return valid_; }
-  [[nodiscard]] bool is_null() const { return type() == simdjson::dom::element_type::NULL_VALUE; }
-  [[nodiscard]] bool is_boolean() const { return type() == simdjson::dom::element_type::BOOL; }
-  [[nodiscard]] bool is_string() const { return type() == simdjson::dom::element_type::STRING; }
-  [[nodiscard]] bool is_object() const { return type() == simdjson::dom::element_type::OBJECT; }
-  [[nodiscard]] bool is_array() const { return type() == simdjson::dom::element_type::ARRAY; }
+  [[nodiscard]] bool valid() const { return tape_ != nullptr; }
+  [[nodiscard]] bool is_null() const { return type() == 'n'; }
+  [[nodiscard]] bool is_boolean() const { return type() == 't' || type() == 'f'; }
+  [[nodiscard]] bool is_string() const { return type() == '"'; }
+  [[nodiscard]] bool is_object() const { return type() == '{'; }
+  [[nodiscard]] bool is_array() const { return type() == '['; }
   [[nodiscard]] bool is_number_unsigned() const {
-    const auto t = type();
-    return t == simdjson::dom::element_type::UINT64 ||
-           (t == simdjson::dom::element_type::INT64 && as_integer() >= 0);
+    const char t = type();
+    return t == 'u' || (t == 'l' && as_integer() >= 0);
   }
   [[nodiscard]] bool is_number_integer() const {
-    const auto t = type();
-    return t == simdjson::dom::element_type::UINT64 || t == simdjson::dom::element_type::INT64;
+    const char t = type();
+    return t == 'u' || t == 'l';
   }
-  [[nodiscard]] bool is_number_float() const {
-    return type() == simdjson::dom::element_type::DOUBLE;
-  }
-  [[nodiscard]] bool boolean() const { return value_.get_bool().value_unsafe(); }
-  [[nodiscard]] std::string_view string() const { return value_.get_string().value_unsafe(); }
-  [[nodiscard]] std::uint64_t as_unsigned() const {
-    if (type() == simdjson::dom::element_type::INT64) {
-      return static_cast<std::uint64_t>(value_.get_int64().value_unsafe());
-    }
-    return value_.get_uint64().value_unsafe();
-  }
+  [[nodiscard]] bool is_number_float() const { return type() == 'd'; }
+  [[nodiscard]] bool boolean() const { return type() == 't'; }
+  [[nodiscard]] std::string_view string() const { return string_at(index_); }
+  [[nodiscard]] std::uint64_t as_unsigned() const { return tape_[index_ + 1]; }
   [[nodiscard]] std::int64_t as_integer() const {
-    if (type() == simdjson::dom::element_type::UINT64) {
-      return static_cast<std::int64_t>(value_.get_uint64().value_unsafe());
-    }
-    return value_.get_int64().value_unsafe();
+    return static_cast<std::int64_t>(tape_[index_ + 1]);
   }
-  [[nodiscard]] double as_float() const { return value_.get_double().value_unsafe(); }
+  [[nodiscard]] double as_float() const { return std::bit_cast<double>(tape_[index_ + 1]); }
 
   [[nodiscard]] SimdJsonView find(std::string_view key) const {
     if (!is_object()) return {};
     SimdJsonView found;
-    const simdjson::dom::object object = value_.get_object().value_unsafe();
     // The last of repeated keys, as nlohmann::json keeps it.
-    for (const auto field : object) {
-      if (field.key == key) found = SimdJsonView(field.value);
+    const std::uint32_t end = scope_end();
+    for (std::uint32_t i = index_ + 1; i < end; i = after(i + 1)) {
+      if (key_is(i, key)) found = at(i + 1);
     }
     return found;
   }
@@ -82,11 +82,11 @@ class SimdJsonView {
                  std::array<SimdJsonView, N>& out) const {
     out.fill(SimdJsonView());
     if (!is_object()) return;
-    const simdjson::dom::object object = value_.get_object().value_unsafe();
-    for (const auto field : object) {
-      for (std::size_t i = 0; i < N; ++i) {
-        if (field.key.size() == keys[i].size() && field.key == keys[i]) {
-          out[i] = SimdJsonView(field.value);  // the last of repeated keys wins
+    const std::uint32_t end = scope_end();
+    for (std::uint32_t i = index_ + 1; i < end; i = after(i + 1)) {
+      for (std::size_t k = 0; k < N; ++k) {
+        if (key_is(i, keys[k])) {
+          out[k] = at(i + 1);  // the last of repeated keys wins
           break;
         }
       }
@@ -95,8 +95,11 @@ class SimdJsonView {
 
   [[nodiscard]] std::size_t size() const {
     if (is_array()) {
-      const simdjson::dom::array array = value_.get_array().value_unsafe();
-      return array.size();
+      const std::uint32_t count = scope_count();
+      if (count < kCountSaturated) return count;
+      std::size_t n = 0;
+      for_each_element([&n](std::size_t, SimdJsonView) { ++n; });
+      return n;
     }
     if (is_null()) return 0;
     if (is_object()) {
@@ -116,21 +119,22 @@ class SimdJsonView {
     struct Member {
       std::string_view key;
       std::uint32_t position;
-      simdjson::dom::element value;
+      std::uint32_t value;  // tape index
     };
     constexpr std::size_t kInline = 64;
     std::array<Member, kInline> inline_members;
     std::vector<Member> heap_members;
     Member* members = inline_members.data();
     std::uint32_t n = 0;
-    const simdjson::dom::object object = value_.get_object().value_unsafe();
-    for (const auto field : object) {
+    const std::uint32_t end = scope_end();
+    for (std::uint32_t i = index_ + 1; i < end; i = after(i + 1)) {
       if (n == kInline) heap_members.assign(inline_members.begin(), inline_members.end());
+      const Member member{string_at(i), n, i + 1};
       if (n >= kInline) {
-        heap_members.push_back(Member{field.key, n, field.value});
+        heap_members.push_back(member);
         members = heap_members.data();
       } else {
-        inline_members[n] = Member{field.key, n, field.value};
+        inline_members[n] = member;
       }
       ++n;
     }
@@ -151,41 +155,37 @@ class SimdJsonView {
     }
     for (std::uint32_t i = 0; i < n; ++i) {
       if (i + 1 < n && members[i + 1].key == members[i].key) continue;
-      f(members[i].key, SimdJsonView(members[i].value));
+      f(members[i].key, at(members[i].value));
     }
   }
 
   template <class F>
   void for_each_element(F&& f) const {
     if (!is_array()) return;
-    std::size_t i = 0;
-    const simdjson::dom::array array = value_.get_array().value_unsafe();
-    for (const simdjson::dom::element e : array) {
-      f(i++, SimdJsonView(e));
-    }
+    std::size_t n = 0;
+    const std::uint32_t end = scope_end();
+    for (std::uint32_t i = index_ + 1; i < end; i = after(i)) f(n++, at(i));
   }
 
   [[nodiscard]] const char* type_name() const {
     switch (type()) {
-      case simdjson::dom::element_type::ARRAY:
+      case '[':
         return "array";
-      case simdjson::dom::element_type::OBJECT:
+      case '{':
         return "object";
-      case simdjson::dom::element_type::STRING:
+      case '"':
         return "string";
-      case simdjson::dom::element_type::BOOL:
+      case 't':
+      case 'f':
         return "boolean";
-      case simdjson::dom::element_type::NULL_VALUE:
-        return "null";
-      case simdjson::dom::element_type::INT64:
-      case simdjson::dom::element_type::UINT64:
-      case simdjson::dom::element_type::DOUBLE:
+      case 'l':
+      case 'u':
+      case 'd':
         return "number";
+      default:
+        return "null";
     }
-    return "null";
   }
-
-  [[nodiscard]] simdjson::dom::element element() const { return value_; }
 
  private:
   static constexpr std::uint32_t kRememberedOrder = 16;
@@ -227,10 +227,75 @@ class SimdJsonView {
     }
   };
 
-  [[nodiscard]] simdjson::dom::element_type type() const { return value_.type(); }
+  // simdjson's tape (its docs/tape.md): one 64-bit word per value, the type
+  // as a character in the top byte. '{' and '[' hold the index just past
+  // their closing word and, above it, a count that saturates at 2^24 - 1;
+  // '"' holds the offset of a 32-bit length and the bytes in the string
+  // buffer; 'l', 'u' and 'd' are followed by a word with the number.
+  static constexpr std::uint64_t kPayloadMask = 0x00FF'FFFF'FFFF'FFFF;
+  static constexpr std::uint32_t kCountSaturated = 0xFF'FFFF;
 
-  simdjson::dom::element value_;
-  bool valid_ = false;
+  [[nodiscard]] char type() const { return static_cast<char>(tape_[index_] >> 56); }
+  [[nodiscard]] std::uint32_t scope_end() const {
+    // The closing word sits just before the index the opening one holds.
+    return static_cast<std::uint32_t>(tape_[index_]) - 1;
+  }
+  [[nodiscard]] std::uint32_t scope_count() const {
+    return static_cast<std::uint32_t>(tape_[index_] >> 32) & kCountSaturated;
+  }
+  // The index of the value after the one at `i`.
+  [[nodiscard]] std::uint32_t after(std::uint32_t i) const {
+    const std::uint64_t word = tape_[i];
+    switch (static_cast<char>(word >> 56)) {
+      case '{':
+      case '[':
+        return static_cast<std::uint32_t>(word);
+      case 'l':
+      case 'u':
+      case 'd':
+        return i + 2;
+      default:
+        return i + 1;
+    }
+  }
+  [[nodiscard]] std::string_view string_at(std::uint32_t i) const {
+    const std::uint8_t* at = strings_ + (tape_[i] & kPayloadMask);
+    std::uint32_t length;
+    std::memcpy(&length, at, sizeof length);
+    return {reinterpret_cast<const char*>(at + sizeof length), length};
+  }
+  // Whether the key (a string) at `i` is `key`.
+  [[nodiscard]] bool key_is(std::uint32_t i, std::string_view key) const {
+    const std::uint8_t* at = strings_ + (tape_[i] & kPayloadMask);
+    std::uint32_t length;
+    std::memcpy(&length, at, sizeof length);
+    if (length != key.size()) return false;
+    // Keys are short: compared here, eight bytes at a time, not by a call.
+    const char* text = reinterpret_cast<const char*>(at + sizeof length);
+    const char* want = key.data();
+    for (; length >= 8; length -= 8, text += 8, want += 8) {
+      std::uint64_t a;
+      std::uint64_t b;
+      std::memcpy(&a, text, 8);
+      std::memcpy(&b, want, 8);
+      if (a != b) return false;
+    }
+    for (std::uint32_t k = 0; k < length; ++k) {
+      if (text[k] != want[k]) return false;
+    }
+    return true;
+  }
+  [[nodiscard]] SimdJsonView at(std::uint32_t i) const {
+    SimdJsonView v;
+    v.tape_ = tape_;
+    v.strings_ = strings_;
+    v.index_ = i;
+    return v;
+  }
+
+  const std::uint64_t* tape_ = nullptr;
+  const std::uint8_t* strings_ = nullptr;
+  std::uint32_t index_ = 0;
 };
 
 // simdjson's DOM parser with a padded copy of the text, both kept and reused
@@ -260,7 +325,7 @@ class PaddedDomParser {
     if (parser_.parse(padded_.data(), text.size(), false).get(root) != simdjson::SUCCESS) {
       return std::nullopt;
     }
-    return SimdJsonView(root);
+    return SimdJsonView(parser_.doc);
   }
 
  private:

@@ -37,7 +37,7 @@ struct SimdDoc {
   explicit SimdDoc(const std::string& text) : padded(text) {
     const auto result = parser.parse(padded);
     if (result.error() != simdjson::SUCCESS) throw std::runtime_error("simdjson refused " + text);
-    root = SimdJsonView(result.value_unsafe());
+    root = SimdJsonView(parser.doc);
   }
   simdjson::padded_string padded;
   simdjson::dom::parser parser;
