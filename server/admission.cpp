@@ -10,7 +10,8 @@
 //    uid to answer, so it gets HTTP 400 and {"error": "..."}.
 //
 // Speed: the body is parsed with simdjson into a per-thread reusable
-// document and read through the same mapping code as nlohmann::json
+// document, without building metadata.managedFields (server/review_text.h),
+// and read through the same mapping code as nlohmann::json
 // (policy/workload_reader.h, read_review in admission_review.h). Whatever
 // simdjson refuses (not JSON, too deep, integers beyond 64 bits, a byte
 // order mark, a body larger than kFastBodyLimit) takes the nlohmann::json
@@ -39,6 +40,7 @@
 #include "server/admission_review.h"
 #include "server/enforcement.h"
 #include "server/pin_affinity.h"
+#include "server/review_text.h"
 #include "server/simd_json_view.h"
 
 namespace cudagate {
@@ -273,10 +275,10 @@ AdmissionResponse admit(const ReviewRequest<V>& req, RequestDocument& document,
 constexpr std::size_t kFastBodyLimit = 256 * 1024;
 
 // The hot path's parser: simdjson's, with a padded copy of the body, kept
-// by each thread.
+// by each thread; metadata.managedFields is checked but not built.
 std::optional<SimdJsonView> parse_fast(std::string_view body) {
   if (body.size() > kFastBodyLimit) return std::nullopt;
-  thread_local PaddedDomParser parser(64 * 1024, kMaxReviewDepth);
+  thread_local ReviewTextParser parser(64 * 1024, kMaxReviewDepth);
   return parser.parse(body);
 }
 
