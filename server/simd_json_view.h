@@ -116,10 +116,13 @@ class SimdJsonView {
     if (!is_object()) return;
     // Sort the members by key in a local buffer (ties by position), then
     // visit the last member of each run of equal keys.
+    // Trivially constructible, so that the inline buffer is not cleared.
     struct Member {
-      std::string_view key;
+      const char* key_data;
+      std::uint32_t key_size;
       std::uint32_t position;
       std::uint32_t value;  // tape index
+      [[nodiscard]] std::string_view key() const { return {key_data, key_size}; }
     };
     constexpr std::size_t kInline = 64;
     std::array<Member, kInline> inline_members;
@@ -129,7 +132,8 @@ class SimdJsonView {
     const std::uint32_t end = scope_end();
     for (std::uint32_t i = index_ + 1; i < end; i = after(i + 1)) {
       if (n == kInline) heap_members.assign(inline_members.begin(), inline_members.end());
-      const Member member{string_at(i), n, i + 1};
+      const std::string_view key = string_at(i);
+      const Member member{key.data(), static_cast<std::uint32_t>(key.size()), n, i + 1};
       if (n >= kInline) {
         heap_members.push_back(member);
         members = heap_members.data();
@@ -139,7 +143,8 @@ class SimdJsonView {
       ++n;
     }
     const auto before = [](const Member& a, const Member& b) {
-      return a.key < b.key || (a.key == b.key && a.position < b.position);
+      const int order = a.key().compare(b.key());
+      return order < 0 || (order == 0 && a.position < b.position);
     };
     // Go (kubectl, the API server) writes map keys sorted: often no sort.
     // Otherwise large objects (the labels of a node list's items) tend to
@@ -154,8 +159,8 @@ class SimdJsonView {
       }
     }
     for (std::uint32_t i = 0; i < n; ++i) {
-      if (i + 1 < n && members[i + 1].key == members[i].key) continue;
-      f(members[i].key, at(members[i].value));
+      if (i + 1 < n && members[i + 1].key() == members[i].key()) continue;
+      f(members[i].key(), at(members[i].value));
     }
   }
 
@@ -201,7 +206,7 @@ class SimdJsonView {
     bool apply(Member* members, std::uint32_t n) const {
       if (n != keys.size()) return false;
       for (std::uint32_t i = 0; i < n; ++i) {
-        if (members[i].key != keys[i]) return false;
+        if (members[i].key() != keys[i]) return false;
       }
       std::array<Member, 64> sorted;
       std::vector<Member> heap;
@@ -221,7 +226,7 @@ class SimdJsonView {
       keys.resize(n);
       permutation.resize(n);
       for (std::uint32_t i = 0; i < n; ++i) {
-        keys[members[i].position].assign(members[i].key);
+        keys[members[i].position].assign(members[i].key());
         permutation[i] = members[i].position;
       }
     }
