@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <boost/beast/core/string.hpp>
 #include <chrono>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -146,7 +147,7 @@ HttpResponse admit(Endpoint endpoint, std::string_view endpoint_name, std::strin
   };
   member("decision", decision);
   line += R"(,"duration_ms":)";
-  line += fmt::format("{}", seconds * 1000.0);
+  fmt::format_to(std::back_inserter(line), "{}", seconds * 1000.0);
   member("endpoint", endpoint_name);
   if (refused) member("error", error_message_of(res.body()));
   member("kind", outcome.kind);
