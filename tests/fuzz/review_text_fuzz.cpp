@@ -1,0 +1,69 @@
+// The review parser's managedFields skip against simdjson's ordinary parse.
+// The input is the text of request.object.metadata.managedFields, set in a
+// fixed review, so that every mutation reaches the check that decides
+// whether the field may be skipped. The two parsers must accept and refuse
+// the same texts, give the same document but for managedFields, and skip
+// only a field that is valid JSON.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "server/admission_review.h"
+#include "server/review_text.h"
+#include "server/simd_json_view.h"
+
+namespace {
+
+using nlohmann::json;
+
+json to_json(const cudagate::SimdJsonView& v) {
+  if (v.is_object()) {
+    json out = json::object();
+    v.for_each_member([&](std::string_view k, const cudagate::SimdJsonView& m) {
+      out[std::string(k)] = to_json(m);
+    });
+    return out;
+  }
+  if (v.is_array()) {
+    json out = json::array();
+    v.for_each_element(
+        [&](std::size_t, const cudagate::SimdJsonView& e) { out.push_back(to_json(e)); });
+    return out;
+  }
+  if (v.is_string()) return std::string(v.string());
+  if (v.is_number_unsigned()) return v.as_unsigned();
+  if (v.is_number_integer()) return v.as_integer();
+  if (v.is_number_float()) return v.as_float();
+  if (v.is_boolean()) return v.boolean();
+  return nullptr;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  static cudagate::ReviewTextParser skipping(1024, cudagate::kMaxReviewDepth);
+  static cudagate::PaddedDomParser plain(1024, cudagate::kMaxReviewDepth);
+  const std::string managed(reinterpret_cast<const char*>(data), size);
+  const std::string text =
+      R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u",)"
+      R"("object":{"kind":"Pod","metadata":{"name":"p","managedFields":)" +
+      managed + R"(,"namespace":"n"},"spec":{"containers":[{"name":"c"}]}}}})";
+
+  bool skipped = false;
+  const auto fast = skipping.parse(text, &skipped);
+  const json fast_doc = fast ? to_json(*fast) : json();
+  const auto reference = plain.parse(text);
+  if (fast.has_value() != reference.has_value()) std::abort();
+  if (!fast) return 0;
+  json expected = to_json(*reference);
+  if (skipped) {
+    // Skipped: the field was valid JSON, and only it is left out.
+    if (!json::accept(managed)) std::abort();
+    expected["request"]["object"]["metadata"]["managedFields"] = json::array();
+  }
+  if (fast_doc != expected) std::abort();
+  return 0;
+}
