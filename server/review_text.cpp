@@ -122,6 +122,13 @@ std::optional<std::uint32_t> plain_value_end(const std::uint8_t* text,
         continue;
       case Want::colon:
         if (c != ':') return std::nullopt;
+        // Most of a fieldsV1 is leaves, "f:name":{}: take the empty object
+        // whole.
+        if (i + 2 < count && text[structurals[i + 1]] == '{' && text[structurals[i + 2]] == '}') {
+          i += 2;
+          want = Want::comma_or_close;
+          continue;
+        }
         want = Want::value;
         continue;
       case Want::value_or_close:

@@ -144,13 +144,15 @@ TEST(ReviewText, LeavesOtherManagedFieldsAlone) {
 // what is right but outside the plain kind is parsed whole.
 TEST(ReviewText, RefusesWhatTheOrdinaryParseRefuses) {
   const std::vector<std::string> bad = {
-      R"([{"a":tru}])",     R"([{"a":nul}])",        R"([{"a":truex}])",   R"([{"a":"b"},])",
-      R"([{"a":"b",}])",    R"([{"a" "b"}])",        R"([{"a":"b"}}])",    R"([{"a":"b"])",
-      R"([{"a":"b""c"}])",  R"([{"a":"x\qy"}])",     R"([{"a":"x\u12"}])", R"([{"a":"\ud800"}])",
-      R"([{"a":01}])",      R"([{"a":1.}])",         R"([{,"a":"b"}])",    R"([{"a"::"b"}])",
-      R"([{"a":"b"}x])",    R"([{"a":"b"} "c"])",    R"([{"a":[}]}])",     R"([{"a":{]}])",
-      R"([{1:"b"}])",       R"([{"a":true false}])", R"([{"a":-}])",       R"([{"a":"b":"c"}])",
-      "[{\"a\":\"x\ty\"}]", "[{\"a\":\"\xff\"}]",    R"([{"a":"b\"}])",    R"([[[[[[[[]]]]]]])",
+      R"([{"a":tru}])",      R"([{"a":nul}])",        R"([{"a":truex}])",   R"([{"a":"b"},])",
+      R"([{"a":"b",}])",     R"([{"a" "b"}])",        R"([{"a":"b"}}])",    R"([{"a":"b"])",
+      R"([{"a":"b""c"}])",   R"([{"a":"x\qy"}])",     R"([{"a":"x\u12"}])", R"([{"a":"\ud800"}])",
+      R"([{"a":01}])",       R"([{"a":1.}])",         R"([{,"a":"b"}])",    R"([{"a"::"b"}])",
+      R"([{"a":"b"}x])",     R"([{"a":"b"} "c"])",    R"([{"a":[}]}])",     R"([{"a":{]}])",
+      R"([{1:"b"}])",        R"([{"a":true false}])", R"([{"a":-}])",       R"([{"a":"b":"c"}])",
+      R"([{"a":{}"b":{}}])", R"([{"a":{},}])",        R"([{"a":{}])",       R"([{"a":{}}}])",
+      R"([{"a":{}:{}}])",    "[{\"a\":\"x\ty\"}]",    "[{\"a\":\"\xff\"}]", R"([{"a":"b\"}])",
+      R"([[[[[[[[]]]]]]])",
   };
   for (const std::string& managed : bad) {
     const std::string text = review_with(managed);
