@@ -134,33 +134,6 @@ class RequestDocument {
   std::optional<AdmissionRequest> owned_;
 };
 
-// A document value as nlohmann::json, with nlohmann's own number types
-// (non-negative integers are unsigned), so that the patch writer sees what
-// the reference parser would have given it.
-json to_nlohmann(const SimdJsonView& value, bool skip_managed_fields = false) {
-  if (value.is_object()) {
-    json out = json::object();
-    // Each key once, the last of repeated ones, as in nlohmann::json.
-    value.for_each_member([&](std::string_view key, const SimdJsonView& member) {
-      if (skip_managed_fields && key == "managedFields") return;
-      out[std::string(key)] = to_nlohmann(member);
-    });
-    return out;
-  }
-  if (value.is_array()) {
-    json out = json::array();
-    value.for_each_element(
-        [&](std::size_t, const SimdJsonView& item) { out.push_back(to_nlohmann(item)); });
-    return out;
-  }
-  if (value.is_string()) return std::string(value.string());
-  if (value.is_number_unsigned()) return value.as_unsigned();
-  if (value.is_number_integer()) return value.as_integer();
-  if (value.is_number_float()) return value.as_float();
-  if (value.is_boolean()) return value.boolean();
-  return nullptr;
-}
-
 // The review's object for the patch writer. From the fast parser's document
 // it is converted rather than parsed again with nlohmann::json (ten times
 // the cost for a 13 KB review), leaving out metadata.managedFields, which
@@ -169,7 +142,7 @@ json object_for_patch(const SimdJsonView& object) {
   if (!object.valid() || !object.is_object()) return nullptr;
   json out = json::object();
   object.for_each_member([&](std::string_view key, const SimdJsonView& member) {
-    out[std::string(key)] = to_nlohmann(member, key == "metadata");
+    out[std::string(key)] = to_nlohmann(member, key == "metadata" ? "managedFields" : "");
   });
   return out;
 }

@@ -192,10 +192,9 @@ std::optional<std::uint32_t> managed_fields_start(const std::uint8_t* text,
       case '}':
       case ']':
         if (depth == 0) return std::nullopt;
-        // The first metadata (or request, or the root) is over.
-        if (depth <= 4 && on_path[depth]) {
-          if (depth == 4 || depth <= 2) return std::nullopt;
-        }
+        // The first metadata (or request, or the root) is over; an object
+        // without metadata (depth 3) leaves the walk to the next one.
+        if (depth <= 4 && depth != 3 && on_path[depth]) return std::nullopt;
         --depth;
         key_on_path = false;
         break;

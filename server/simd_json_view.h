@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <cstring>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -340,6 +341,33 @@ class PaddedDomParser {
   bool allocated_ = false;
   std::vector<char> padded_;
 };
+
+// A document value as nlohmann::json, with nlohmann's own number types
+// (non-negative integers are unsigned), each key once (the last of repeated
+// ones), as the reference parser would have given it. `skip_member`, when
+// not empty, is left out of this value's own members (not deeper ones).
+inline nlohmann::json to_nlohmann(const SimdJsonView& value, std::string_view skip_member = {}) {
+  if (value.is_object()) {
+    nlohmann::json out = nlohmann::json::object();
+    value.for_each_member([&](std::string_view key, const SimdJsonView& member) {
+      if (!skip_member.empty() && key == skip_member) return;
+      out[std::string(key)] = to_nlohmann(member);
+    });
+    return out;
+  }
+  if (value.is_array()) {
+    nlohmann::json out = nlohmann::json::array();
+    value.for_each_element(
+        [&](std::size_t, const SimdJsonView& item) { out.push_back(to_nlohmann(item)); });
+    return out;
+  }
+  if (value.is_string()) return std::string(value.string());
+  if (value.is_number_unsigned()) return value.as_unsigned();
+  if (value.is_number_integer()) return value.as_integer();
+  if (value.is_number_float()) return value.as_float();
+  if (value.is_boolean()) return value.boolean();
+  return nullptr;
+}
 
 static_assert(JsonView<SimdJsonView>);
 static_assert(JsonView<NlohmannView>);

@@ -15,33 +15,7 @@
 #include "server/review_text.h"
 #include "server/simd_json_view.h"
 
-namespace {
-
 using nlohmann::json;
-
-json to_json(const cudagate::SimdJsonView& v) {
-  if (v.is_object()) {
-    json out = json::object();
-    v.for_each_member([&](std::string_view k, const cudagate::SimdJsonView& m) {
-      out[std::string(k)] = to_json(m);
-    });
-    return out;
-  }
-  if (v.is_array()) {
-    json out = json::array();
-    v.for_each_element(
-        [&](std::size_t, const cudagate::SimdJsonView& e) { out.push_back(to_json(e)); });
-    return out;
-  }
-  if (v.is_string()) return std::string(v.string());
-  if (v.is_number_unsigned()) return v.as_unsigned();
-  if (v.is_number_integer()) return v.as_integer();
-  if (v.is_number_float()) return v.as_float();
-  if (v.is_boolean()) return v.boolean();
-  return nullptr;
-}
-
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static cudagate::ReviewTextParser skipping(1024, cudagate::kMaxReviewDepth);
@@ -54,11 +28,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   bool skipped = false;
   const auto fast = skipping.parse(text, &skipped);
-  const json fast_doc = fast ? to_json(*fast) : json();
+  const json fast_doc = fast ? cudagate::to_nlohmann(*fast) : json();
   const auto reference = plain.parse(text);
   if (fast.has_value() != reference.has_value()) std::abort();
   if (!fast) return 0;
-  json expected = to_json(*reference);
+  json expected = cudagate::to_nlohmann(*reference);
   if (skipped) {
     // Skipped: the whole text is valid JSON to the reference parser too
     // (the input may close the field and go on with more members).

@@ -24,27 +24,6 @@ namespace {
 using nlohmann::json;
 using server_tests::fixture;
 
-// The document a view shows, as nlohmann::json.
-json to_json(const SimdJsonView& v) {
-  if (v.is_object()) {
-    json out = json::object();
-    v.for_each_member(
-        [&](std::string_view k, const SimdJsonView& m) { out[std::string(k)] = to_json(m); });
-    return out;
-  }
-  if (v.is_array()) {
-    json out = json::array();
-    v.for_each_element([&](std::size_t, const SimdJsonView& e) { out.push_back(to_json(e)); });
-    return out;
-  }
-  if (v.is_string()) return std::string(v.string());
-  if (v.is_number_unsigned()) return v.as_unsigned();
-  if (v.is_number_integer()) return v.as_integer();
-  if (v.is_number_float()) return v.as_float();
-  if (v.is_boolean()) return v.boolean();
-  return nullptr;
-}
-
 struct Parsed {
   bool ok = false;
   bool skipped = false;
@@ -56,7 +35,7 @@ Parsed parse_review_text(const std::string& text) {
   Parsed out;
   const auto root = parser.parse(text, &out.skipped);
   out.ok = root.has_value();
-  if (root) out.document = to_json(*root);
+  if (root) out.document = to_nlohmann(*root);
   return out;
 }
 
@@ -65,7 +44,7 @@ Parsed parse_plain(const std::string& text) {
   Parsed out;
   const auto root = parser.parse(text);
   out.ok = root.has_value();
-  if (root) out.document = to_json(*root);
+  if (root) out.document = to_nlohmann(*root);
   return out;
 }
 
