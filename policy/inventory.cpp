@@ -141,55 +141,109 @@ struct InventoryBuilder::State {
 
   // The id of `text` in inv.strings_, added when new.
   std::uint32_t intern(std::string_view text) {
-    const auto it = ids.find(text);
-    if (it != ids.end()) return it->second;
-    const auto id = static_cast<std::uint32_t>(inv.strings_->size());
-    inv.strings_->emplace_back(text);
-    views.emplace_back(inv.strings_->back());
-    ids.emplace(views.back(), id);
-    return id;
+    if (2 * (views.size() + 1) > ids.size()) grow_ids();
+    const std::size_t hash = std::hash<std::string_view>{}(text);
+    const std::size_t mask = ids.size() - 1;
+    for (std::size_t at = hash & mask;; at = (at + 1) & mask) {
+      IdSlot& slot = ids[at];
+      if (slot.id == kNoId) {
+        const auto id = static_cast<std::uint32_t>(inv.strings_->size());
+        inv.strings_->emplace_back(text);
+        views.emplace_back(inv.strings_->back());
+        slot = {hash, id};
+        return id;
+      }
+      if (slot.hash == hash && views[slot.id] == text) return slot.id;
+    }
   }
   std::string_view view(std::uint32_t id) const { return views[id]; }
   std::vector<std::string_view> views;  // of inv.strings_, by id
 
-  // The nodes of a fleet carry mostly the same label keys, and many the
-  // same values: a key is first looked for among the previous node's keys
-  // (both lists sorted, so one forward walk), a value compared with the
-  // last value of its key, before the strings are hashed.
+  // The ids by content: an open-addressing table (linear probing, at most
+  // half full) of the strings' hashes and ids. Nothing is removed from it.
+  static constexpr std::uint32_t kNoId = static_cast<std::uint32_t>(-1);
+  struct IdSlot {
+    std::size_t hash = 0;
+    std::uint32_t id = kNoId;
+  };
+  std::vector<IdSlot> ids;
+  void grow_ids() {
+    std::vector<IdSlot> old(std::max<std::size_t>(1024, 2 * ids.size()));
+    std::swap(ids, old);
+    const std::size_t mask = ids.size() - 1;
+    for (const IdSlot& slot : old) {
+      if (slot.id == kNoId) continue;
+      std::size_t at = slot.hash & mask;
+      while (ids[at].id != kNoId) at = (at + 1) & mask;
+      ids[at] = slot;
+    }
+  }
+
+  // The nodes of a fleet carry mostly the same label keys, and each key a
+  // few values: a key is first looked for among the previous node's keys
+  // (both lists sorted, so one forward walk), a value among the values its
+  // key had on earlier nodes, before the strings are hashed.
   std::uint32_t intern_key(std::string_view key) {
+    // Most often the same key as the previous node's at this place.
+    if (key_cursor < previous_keys.size() && view(previous_keys[key_cursor]) == key) {
+      return previous_keys[key_cursor++];
+    }
     while (key_cursor < previous_keys.size() && view(previous_keys[key_cursor]) < key) {
       ++key_cursor;
     }
     if (key_cursor < previous_keys.size() && view(previous_keys[key_cursor]) == key) {
-      return previous_keys[key_cursor];
+      return previous_keys[key_cursor++];
     }
     return intern(key);
   }
-  std::uint32_t intern_value(std::uint32_t key, std::string_view value) {
-    if (key >= last_value.size()) last_value.resize(key + 1, kNone);
-    const std::uint32_t cached = last_value[key];
-    if (cached != kNone && view(cached) == value) return cached;
-    return last_value[key] = intern(value);
-  }
-  static constexpr std::uint32_t kNone = static_cast<std::uint32_t>(-1);
   std::vector<std::uint32_t> previous_keys;
   std::vector<std::uint32_t> current_keys;
   std::size_t key_cursor = 0;
-  std::vector<std::uint32_t> last_value;  // by key id
+
+  // A value of a label key, with its index entries.
+  struct Value {
+    std::uint32_t id;
+    Inventory::Members* members;
+  };
+  // What is known of one label key: its index entry and its values while
+  // they are few; those of a key with more (a host name, an instance id)
+  // are hashed.
+  struct Key {
+    Inventory::LabelIndex* index = nullptr;
+    std::vector<Value> values;
+    bool many = false;
+  };
+  static constexpr std::size_t kFewValues = 16;
+  std::vector<Key> keys;  // by string id
+
+  // The value `value` of key `k`, added to the index when new.
+  Value label_value(std::uint32_t k, std::string_view value) {
+    if (k >= keys.size()) keys.resize(k + 1);
+    Key& key = keys[k];
+    if (!key.many) {
+      for (const Value& known : key.values) {
+        if (view(known.id) == value) return known;
+      }
+    }
+    if (key.index == nullptr) key.index = &inv.labels_[view(k)];
+    const std::uint32_t id = intern(value);
+    const Value found{id, &key.index->by_value[view(id)]};
+    if (key.values.size() < kFewValues) {
+      key.values.push_back(found);
+    } else if (!key.many) {
+      key.many = true;
+      key.values = {};
+    }
+    return found;
+  }
 
   const CompatDb& db;
   Inventory inv;
-  std::unordered_map<std::string_view, std::uint32_t, Inventory::StringHash, std::equal_to<>> ids;
   std::unordered_map<std::string, std::size_t> group_by_key;
   std::unordered_map<std::string, std::uint32_t> taint_kind_by_key;
   // Per indexed (NoSchedule/NoExecute) taint kind: its entry in inv.taints_.
   std::unordered_map<std::uint32_t, std::size_t> indexed_taint;
   std::vector<std::vector<std::uint32_t>> taint_nodes;
-  struct LabelMembers {
-    Inventory::Members* has_key = nullptr;
-    Inventory::Members* by_value = nullptr;
-  };
-  std::unordered_map<std::uint64_t, LabelMembers> members_of;  // (key id, value id)
   Inventory::ViewMap<std::map<std::int64_t, std::vector<std::uint32_t>>> resource_nodes;
 };
 
@@ -205,10 +259,14 @@ std::size_t InventoryBuilder::size() const {
   return state_->inv.node_name_.size();
 }
 
-void InventoryBuilder::add(const Node& node) {
+bool InventoryBuilder::add(const Node& node) {
   State& st = *state_;
   Inventory& inv = st.inv;
   const auto i = static_cast<std::uint32_t>(inv.node_name_.size());
+
+  const std::uint32_t name = st.intern(node.name);
+  if (!inv.by_name_.try_emplace(st.view(name), i).second) return false;
+  inv.node_name_.push_back(name);
 
   GpuFacts facts = derive_gpu_facts(node, st.db);
   if (facts.has_gpu) {
@@ -219,10 +277,6 @@ void InventoryBuilder::add(const Node& node) {
   if (added) inv.groups_.push_back(NodeGroup{std::move(facts), NodeSet()});
   inv.group_of_.push_back(static_cast<std::uint32_t>(group->second));
 
-  const std::uint32_t name = st.intern(node.name);
-  inv.node_name_.push_back(name);
-  inv.by_name_.try_emplace(st.view(name), i);
-
   const std::size_t first_label = inv.node_labels_.size();
   bool sorted = true;
   st.key_cursor = 0;
@@ -231,19 +285,11 @@ void InventoryBuilder::add(const Node& node) {
     const auto& [key, value] = node.labels[position];
     if (position > 0 && !(node.labels[position - 1].first < key)) sorted = false;
     const std::uint32_t k = sorted ? st.intern_key(key) : st.intern(key);
-    const std::uint32_t v = st.intern_value(k, value);
+    const State::Value v = st.label_value(k, value);
     st.current_keys.push_back(k);
-    inv.node_labels_.emplace_back(k, v);
-    // Nodes repeat the same keys and values: the index entries are found
-    // by their string ids, without hashing the strings again.
-    auto& members = st.members_of[(std::uint64_t{k} << 32U) | v];
-    if (members.has_key == nullptr) {
-      Inventory::LabelIndex& label = inv.labels_[st.view(k)];
-      members.has_key = &label.has_key;
-      members.by_value = &label.by_value[st.view(v)];
-    }
-    members.has_key->sparse.push_back(i);
-    members.by_value->sparse.push_back(i);
+    inv.node_labels_.emplace_back(k, v.id);
+    st.keys[k].index->has_key.sparse.push_back(i);
+    v.members->sparse.push_back(i);
   }
   if (sorted) {
     std::swap(st.previous_keys, st.current_keys);
@@ -290,6 +336,7 @@ void InventoryBuilder::add(const Node& node) {
     st.resource_nodes[st.view(r)][amount].push_back(i);
   }
   inv.resource_begin_.push_back(static_cast<std::uint32_t>(inv.node_resources_.size()));
+  return true;
 }
 
 Inventory InventoryBuilder::finish() {
@@ -328,7 +375,6 @@ Inventory InventoryBuilder::finish() {
     return set;
   };
 
-  for (auto& [name, i] : inv.by_name_) i = inv.slot_of_node_[i];
   for (std::size_t t = 0; t < inv.taints_.size(); ++t) {
     inv.taints_[t].second = to_set(st.taint_nodes[t]);
   }
@@ -357,14 +403,15 @@ Inventory InventoryBuilder::finish() {
   inv.node_taints_.shrink_to_fit();
   inv.node_resources_.shrink_to_fit();
   Inventory out = std::move(inv);
-  st.ids.clear();
+  st.ids = {};
   st.views.clear();
-  st.members_of.clear();
+  st.keys.clear();
   return out;
 }
 
-Inventory Inventory::build(std::vector<Node> nodes, const CompatDb& db) {
+Inventory Inventory::build(const std::vector<Node>& nodes, const CompatDb& db) {
   InventoryBuilder builder(db);
+  // parse_nodes refuses a list that names a node twice.
   for (const Node& node : nodes) builder.add(node);
   return builder.finish();
 }
@@ -468,7 +515,9 @@ void Inventory::match_field(const NodeSelectorRequirement& r, NodeSet& out) cons
   out.assign(size());
   if (r.key != "metadata.name" || r.values.size() != 1) return;
   if (r.op != "In" && r.op != "NotIn") return;
-  if (const auto it = by_name_.find(r.values[0]); it != by_name_.end()) out.insert(it->second);
+  if (const auto it = by_name_.find(r.values[0]); it != by_name_.end()) {
+    out.insert(slot_of_node_[it->second]);
+  }
   if (r.op == "NotIn") out.complement();
 }
 
@@ -509,7 +558,7 @@ const NodeSet& Inventory::candidate_slots(const PodSpec& spec, CandidateScratch&
   if (bound) {
     const auto it = by_name_.find(spec.node_name);
     if (it == by_name_.end()) return result;
-    result.insert(it->second);
+    result.insert(slot_of_node_[it->second]);
   }
 
   for (const auto& [key, value] : spec.node_selector) {

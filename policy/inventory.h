@@ -57,7 +57,7 @@ class InventoryBuilder;
 class Inventory {
  public:
   Inventory() = default;
-  static Inventory build(std::vector<Node> nodes, const CompatDb& db);
+  static Inventory build(const std::vector<Node>& nodes, const CompatDb& db);
 
   [[nodiscard]] std::size_t size() const { return node_name_.size(); }
   // Node i as read (a copy: the inventory keeps nodes compactly, each label
@@ -173,7 +173,7 @@ class Inventory {
   std::vector<std::string_view> slot_name_;  // of strings_
   std::vector<std::size_t> group_begin_;  // group g: slots [group_begin_[g], group_begin_[g + 1])
   ViewMap<LabelIndex> labels_;
-  ViewMap<std::uint32_t> by_name_;  // name -> slot
+  ViewMap<std::uint32_t> by_name_;  // name -> node
   // Distinct NoSchedule/NoExecute taints (cordon included) and their nodes.
   std::vector<std::pair<Taint, NodeSet>> taints_;
   // Extended resource -> (amount -> nodes with exactly that allocatable amount).
@@ -192,7 +192,8 @@ class InventoryBuilder {
   InventoryBuilder(const InventoryBuilder&) = delete;
   InventoryBuilder& operator=(const InventoryBuilder&) = delete;
 
-  void add(const Node& node);
+  // Adds `node`; false, adding nothing, when a node of that name was added.
+  bool add(const Node& node);
   [[nodiscard]] std::size_t size() const;
   [[nodiscard]] Inventory finish();
 

@@ -6,10 +6,14 @@
 #include <malloc.h>
 #endif
 
+#include <array>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <string_view>
 #include <thread>
 #include <unordered_set>
@@ -150,60 +154,184 @@ bool skip_value(Reader& in, int first) {
   }
 }
 
-// Reads the top-level object member by member; nullopt for anything that is
-// not a node list this reader takes.
-std::optional<Inventory> read_list(Reader& in, const CompatDb& db) {
-  if (in.next_non_space() != '{') return std::nullopt;
-  InventoryBuilder builder(db);
+// Nodes handed from the thread that reads them to the one that indexes
+// them, a batch at a time: reading (the text, simdjson, the mapping) and
+// indexing take about the same time, and run side by side. The batches are
+// reused, and their nodes with them, so that their strings keep their
+// capacity.
+class NodePipe {
+ public:
+  static constexpr std::size_t kBatchSize = 64;
+  static constexpr std::size_t kBatches = 4;
+
+  struct Batch {
+    std::vector<Node> nodes{kBatchSize};
+    std::size_t count = 0;
+  };
+
+  NodePipe() {
+    for (Batch& b : batches_) free_.push_back(&b);
+  }
+
+  // Reading side: a batch to fill; nullptr once the indexing side stopped.
+  Batch* next_to_fill() {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return stopped_ || !free_.empty(); });
+    if (stopped_) return nullptr;
+    Batch* batch = free_.back();
+    free_.pop_back();
+    batch->count = 0;
+    return batch;
+  }
+  void filled(Batch* batch) {
+    const std::lock_guard lock(mutex_);
+    full_.push_back(batch);
+    changed_.notify_all();
+  }
+  // No more batches: the list was read whole (`complete`), or it was not.
+  void close(bool complete) {
+    const std::lock_guard lock(mutex_);
+    closed_ = true;
+    complete_ = complete;
+    changed_.notify_all();
+  }
+
+  // Indexing side: the next filled batch, in order; nullptr at the end.
+  Batch* next_filled() {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return !full_.empty() || closed_; });
+    if (full_.empty() || (closed_ && !complete_)) return nullptr;
+    Batch* batch = full_.front();
+    full_.pop_front();
+    return batch;
+  }
+  void indexed(Batch* batch) {
+    const std::lock_guard lock(mutex_);
+    free_.push_back(batch);
+    changed_.notify_all();
+  }
+  // The indexing side gives up: the reading side stops at its next batch.
+  void stop() {
+    const std::lock_guard lock(mutex_);
+    stopped_ = true;
+    changed_.notify_all();
+  }
+  [[nodiscard]] bool complete() const {
+    const std::lock_guard lock(mutex_);
+    return closed_ && complete_;
+  }
+
+ private:
+  std::array<Batch, kBatches> batches_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<Batch*> free_;
+  std::deque<Batch*> full_;
+  bool closed_ = false;
+  bool complete_ = false;
+  bool stopped_ = false;
+};
+
+// Indexes the nodes that come through `pipe`, on a thread of its own, until
+// the pipe closes; the inventory when the list was read whole, names no
+// node twice and has a node.
+class Indexer {
+ public:
+  Indexer(NodePipe& pipe, const CompatDb& db) : thread_([this, &pipe, &db] { run(pipe, db); }) {}
+  Indexer(const Indexer&) = delete;
+  Indexer& operator=(const Indexer&) = delete;
+  ~Indexer() {
+    if (thread_.joinable()) thread_.join();
+  }
+
+  // Waits for the end; rethrows what the thread threw.
+  std::optional<Inventory> result() {
+    thread_.join();
+    if (failure_) std::rethrow_exception(failure_);
+    return std::move(inventory_);
+  }
+
+ private:
+  void run(NodePipe& pipe, const CompatDb& db) {
+    try {
+      InventoryBuilder builder(db);
+      while (NodePipe::Batch* batch = pipe.next_filled()) {
+        for (std::size_t i = 0; i < batch->count; ++i) {
+          // A duplicate: the ordinary reader reports it.
+          if (!builder.add(batch->nodes[i])) {
+            pipe.stop();
+            return;
+          }
+        }
+        pipe.indexed(batch);
+      }
+      if (pipe.complete() && builder.size() > 0) inventory_ = builder.finish();
+    } catch (...) {
+      failure_ = std::current_exception();
+      pipe.stop();
+    }
+  }
+
+  std::optional<Inventory> inventory_;
+  std::exception_ptr failure_;
+  std::thread thread_;
+};
+
+// Reads the top-level object member by member and sends the items through
+// `pipe`; whether the file is a node list this reader takes.
+bool read_list(Reader& in, NodePipe& pipe) {
+  if (in.next_non_space() != '{') return false;
   // The ordinary reader refuses JSON nested deeper than 512 levels; an item
   // starts two levels down (the list, its items).
   PaddedDomParser values(kInitialCapacity, 510);
-  Node node;  // reused: its strings keep their capacity
-  std::unordered_set<std::string> names;
   std::unordered_set<std::string> keys;
   bool have_items = false;
   bool list_kind = true;  // kind absent, null, "" or "...List"
 
   int c = in.next_non_space();
-  if (c == '}') return std::nullopt;  // no items
+  if (c == '}') return false;  // no items
   while (true) {
     // A member name: plain text only (an escape sends the file the other way).
-    if (c != '"') return std::nullopt;
+    if (c != '"') return false;
     std::string key;
     while ((c = in.next()) != '"') {
-      if (c < 0 || c == '\\') return std::nullopt;
+      if (c < 0 || c == '\\') return false;
       key += static_cast<char>(c);
     }
-    if (!keys.insert(key).second) return std::nullopt;  // repeated: the last would count
-    if (in.next_non_space() != ':') return std::nullopt;
+    if (!keys.insert(key).second) return false;  // repeated: the last would count
+    if (in.next_non_space() != ':') return false;
     c = in.next_non_space();
-    if (c < 0) return std::nullopt;
+    if (c < 0) return false;
     if (key == "items") {
-      if (c != '[') return std::nullopt;
+      if (c != '[') return false;
       have_items = true;
       c = in.next_non_space();
-      if (c != ']') {
-        while (true) {
-          if (c != '{') return std::nullopt;
-          in.mark_previous();
-          if (!skip_value(in, c)) return std::nullopt;
-          const auto item = values.parse(in.marked());
-          in.release();
-          if (!item || node_reader::read_node_into(*item, node)) return std::nullopt;
-          if (!names.insert(node.name).second) return std::nullopt;  // a duplicate: reported there
-          builder.add(node);
-          c = in.next_non_space();
-          if (c == ']') break;
-          if (c != ',') return std::nullopt;
-          c = in.next_non_space();
+      NodePipe::Batch* batch = nullptr;
+      while (c != ']') {
+        if (c != '{') return false;
+        in.mark_previous();
+        if (!skip_value(in, c)) return false;
+        const auto item = values.parse(in.marked());
+        in.release();
+        if (!item) return false;
+        if (batch == nullptr && (batch = pipe.next_to_fill()) == nullptr) return false;
+        if (node_reader::read_node_into(*item, batch->nodes[batch->count++])) return false;
+        if (batch->count == NodePipe::kBatchSize) {
+          pipe.filled(batch);
+          batch = nullptr;
         }
+        c = in.next_non_space();
+        if (c == ']') break;
+        if (c != ',') return false;
+        c = in.next_non_space();
       }
+      if (batch != nullptr) pipe.filled(batch);
     } else {
       in.mark_previous();
-      if (!skip_value(in, c)) return std::nullopt;
+      if (!skip_value(in, c)) return false;
       const auto value = values.parse(in.marked());
       in.release();
-      if (!value) return std::nullopt;
+      if (!value) return false;
       if (key == "kind") {
         if (value->is_string()) {
           const std::string_view kind = value->string();
@@ -215,12 +343,11 @@ std::optional<Inventory> read_list(Reader& in, const CompatDb& db) {
     }
     c = in.next_non_space();
     if (c == '}') break;
-    if (c != ',') return std::nullopt;
+    if (c != ',') return false;
     c = in.next_non_space();
   }
-  if (in.next_non_space() >= 0 || in.failed()) return std::nullopt;  // trailing text
-  if (!have_items || !list_kind || builder.size() == 0) return std::nullopt;
-  return builder.finish();
+  if (in.next_non_space() >= 0 || in.failed()) return false;  // trailing text
+  return have_items && list_kind;
 }
 
 }  // namespace
@@ -231,7 +358,17 @@ std::optional<Inventory> load_node_list_streaming(const std::string& path, const
                                                              &std::fclose);
   if (!file) return std::nullopt;
   Reader in(file.get());
-  return read_list(in, db);
+  NodePipe pipe;
+  Indexer indexer(pipe, db);
+  bool complete = false;
+  try {
+    complete = read_list(in, pipe);
+  } catch (...) {
+    pipe.close(false);
+    throw;
+  }
+  pipe.close(complete);
+  return indexer.result();
 }
 
 void release_free_memory() {

@@ -639,3 +639,59 @@ TEST(Inventory, CandidateSlotsMatchCandidates) {
 
 }  // namespace
 }  // namespace cudagate
+
+namespace cudagate {
+namespace {
+
+// A label key with a few values and one with more than the builder keeps
+// at hand: every value selects exactly its nodes, whether it was first seen
+// before or after the key had many.
+TEST(Inventory, KeysWithFewAndManyValues) {
+  std::vector<Node> nodes;
+  for (int i = 0; i < 60; ++i) {
+    Node node;
+    node.name = "node-" + std::to_string(i);
+    node.labels = {{"few", i % 3 == 0 ? "a" : "b"}, {"many", "v" + std::to_string(i % 20)}};
+    // Every fourth node has one more key, so that key lists differ.
+    if (i % 4 == 0) node.labels.emplace_back("other", "x");
+    std::sort(node.labels.begin(), node.labels.end());
+    nodes.push_back(std::move(node));
+  }
+  const Inventory inv = Inventory::build(nodes, test_db());
+  for (int v = 0; v < 20; ++v) {
+    const NodeSet set = inv.with_label("many", "v" + std::to_string(v));
+    EXPECT_EQ(set.count(), 3U) << v;
+    for (int i = v; i < 60; i += 20) EXPECT_TRUE(set.contains(static_cast<std::size_t>(i))) << i;
+  }
+  EXPECT_EQ(inv.with_label("few", "a").count(), 20U);
+  EXPECT_EQ(inv.with_label("few", "b").count(), 40U);
+  EXPECT_EQ(inv.with_label("other", "x").count(), 15U);
+  EXPECT_EQ(inv.with_label("many", "v20").count(), 0U);
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    EXPECT_EQ(inv.node(i).labels, nodes[i].labels) << i;
+  }
+}
+
+// A name added twice is refused, and the second node leaves no trace.
+TEST(Inventory, BuilderRefusesANameTwice) {
+  const CompatDb db = test_db();
+  InventoryBuilder builder(db);
+  Node a;
+  a.name = "a";
+  a.labels = {{"pool", "t4"}};
+  Node b;
+  b.name = "b";
+  Node again = a;
+  again.labels = {{"pool", "h100"}};
+  EXPECT_TRUE(builder.add(a));
+  EXPECT_TRUE(builder.add(b));
+  EXPECT_FALSE(builder.add(again));
+  EXPECT_EQ(builder.size(), 2U);
+  const Inventory inv = builder.finish();
+  ASSERT_EQ(inv.size(), 2U);
+  EXPECT_EQ(inv.with_label("pool", "h100").count(), 0U);
+  EXPECT_EQ(inv.node(0).labels, a.labels);
+}
+
+}  // namespace
+}  // namespace cudagate

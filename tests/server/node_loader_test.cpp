@@ -200,5 +200,35 @@ TEST(NodeLoader, DeclinesWhatItDoesNotTake) {
             outcome_of(cli::load_inventory_file("/nonexistent/nodes.json", db())));
 }
 
+// Long lists, read and indexed side by side in batches, with a fault far
+// into the list or a duplicate far from its first: declined whichever side
+// finds it, with the ordinary reader's error.
+TEST(NodeLoader, DeclinesLongListsWithAFaultAnywhere) {
+  const json list = json::parse(generated_list(700, -1));
+  std::vector<json> faulty;
+  for (const std::size_t at : {std::size_t{1}, std::size_t{130}, std::size_t{699}}) {
+    json duplicate = list;
+    duplicate["items"][at]["metadata"]["name"] = at == 1 ? "node-0" : "node-3";
+    faulty.push_back(duplicate);
+    json bad_label = list;
+    bad_label["items"][at]["metadata"]["labels"]["k"] = 1;
+    faulty.push_back(bad_label);
+    json not_an_object = list;
+    not_an_object["items"][at] = 5;
+    faulty.push_back(not_an_object);
+  }
+  std::vector<std::string> texts;
+  for (const json& j : faulty) texts.push_back(j.dump());
+  texts.push_back(list.dump() + " trailing");
+  texts.push_back(list.dump().substr(0, list.dump().size() - 1));  // truncated
+  for (const std::string& text : texts) {
+    const TempFile file(text);
+    EXPECT_FALSE(load_node_list_streaming(file.path(), db())) << text.substr(0, 120);
+    const std::string reference = outcome_of(cli::load_inventory_file(file.path(), db()));
+    EXPECT_EQ(reference.rfind("error: ", 0), 0U) << reference.substr(0, 200);
+    EXPECT_EQ(outcome_of(load_inventory(file.path(), db())), reference);
+  }
+}
+
 }  // namespace
 }  // namespace cudagate
