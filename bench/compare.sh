@@ -3,11 +3,14 @@
 # ../shared/bench (peer-go, a typical Go webhook, and nginx answering a fixed
 # body, the upper bound of TLS + HTTP/1.1 on the machine), on one pinned
 # server core, with the 13 KB gpu-pod review, A B C A B C over 3 rounds,
-# at 1,000 nodes and again at 10,000.
+# at 1,000 nodes and again at 10,000; then start-up time and peak memory with
+# 10,000 nodes (bench/startup.py).
 #
 #   bench/compare.sh                 build the release binary, run, print the tables
 #   NODES_LIST="1000" bench/compare.sh        one inventory size only
 #   BENCH_DIR=/path/to/shared/bench bench/compare.sh
+#
+#   STARTUP_NODES=0 bench/compare.sh          without the start-up measure
 #
 # Settings passed through to run.sh: DURATION WARMUP CONNS THREADS ROUNDS BODY
 # PIN WRK_CPU SERVER_CPU (see run.sh -h). Needs the bench packages:
@@ -18,6 +21,7 @@ cd "$(dirname "$0")/.."
 
 BENCH_DIR=${BENCH_DIR:-$(cd .. && pwd)/shared/bench}
 NODES_LIST=${NODES_LIST:-"1000 10000"}
+STARTUP_NODES=${STARTUP_NODES:-10000}
 OUT_ROOT=${OUT_ROOT:-/tmp/cudagate-bench/compare-$(date +%Y%m%d-%H%M%S)}
 export ROUNDS=${ROUNDS:-3} BODY=${BODY:-gpu-pod}
 
@@ -70,3 +74,8 @@ if len(sizes) > 1:
     print("\ncudagate at %s nodes / at %s nodes (req/s): %.3f" % (sizes[-1], sizes[0], b / a))
 print("\nresults: %s" % root)
 PY
+
+if [ "$STARTUP_NODES" != 0 ]; then
+  echo
+  python3 bench/startup.py "$binary" --nodes "$STARTUP_NODES" --bench-dir "$BENCH_DIR"
+fi
