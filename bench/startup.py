@@ -107,6 +107,8 @@ def main():
     ap.add_argument("--images", type=int, default=10000)
     ap.add_argument("--bench-dir", default=BENCH_DIR, help="where gen.py is")
     args = ap.parse_args()
+    if args.nodes < 1 or args.starts < 1 or args.images < 0:
+        ap.error("--nodes and --starts must be at least 1, --images at least 0")
     gen = os.path.join(args.bench_dir, "gen.py")
     if not os.path.exists(gen):
         sys.exit(f"startup.py: no {gen}")
