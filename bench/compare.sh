@@ -2,9 +2,15 @@
 # The load comparison: cudagate's /validate against the peers of
 # ../shared/bench (peer-go, a typical Go webhook, and nginx answering a fixed
 # body, the upper bound of TLS + HTTP/1.1 on the machine), on one pinned
-# server core, with the 13 KB gpu-pod review, A B C A B C over 3 rounds,
-# at 1,000 nodes and again at 10,000; then start-up time and peak memory with
-# 10,000 nodes (bench/startup.py).
+# server core, with the 13 KB gpu-pod review; then start-up time and peak
+# memory with 10,000 nodes (bench/startup.py).
+#
+# Every inventory size runs in the same rounds: one run.sh call alternates
+# cudagate and peer-go at 1,000 nodes, both again at 10,000, and nginx
+# (A B C D E, A B C D E, ...). A machine whose speed drifts over minutes
+# then slows every server of a round alike, and the 10,000-node figures are
+# compared with the 1,000-node ones and with nginx measured beside them,
+# not minutes apart.
 #
 #   bench/compare.sh                 build the release binary, run, print the tables
 #   NODES_LIST="1000" bench/compare.sh        one inventory size only
@@ -13,8 +19,8 @@
 #   STARTUP_NODES=0 bench/compare.sh          without the start-up measure
 #
 # Settings passed through to run.sh: DURATION WARMUP CONNS THREADS ROUNDS BODY
-# PIN WRK_CPU SERVER_CPU (see run.sh -h). Needs the bench packages:
-# scripts/install-deps.sh --bench. Results: $OUT_ROOT/<nodes>/ (run.sh's files).
+# PIN WRK_CPU SERVER_CPU BIN (see run.sh -h). Needs the bench packages:
+# scripts/install-deps.sh --bench. Results: $OUT_ROOT (run.sh's files).
 # Nothing here is part of CI: the numbers depend on the machine and its load.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,38 +46,62 @@ echo "==> building the release binary" >&2
 cmake --preset release >/dev/null
 cmake --build --preset release --target cudagate -j "$(nproc)" >/dev/null
 binary=$(pwd)/build/release/server/cudagate
-server="$binary serve --listen 127.0.0.1:{PORT} --tls-cert {CERT} --tls-key {KEY} --nodes {NODES} --threads 1"
+read -r -a sizes <<<"$NODES_LIST"
+[ ${#sizes[@]} -ge 1 ] || {
+  echo "compare.sh: NODES_LIST is empty" >&2
+  exit 2
+}
+base=${sizes[0]}
+peer_bin=${BIN:-/tmp/cudagate-bench/bin}/peer-go
+mkdir -p "$OUT_ROOT/bin"
 
-for nodes in $NODES_LIST; do
-  echo "==> $nodes nodes" >&2
-  NODES=$nodes OUT="$OUT_ROOT/$nodes" "$BENCH_DIR/run.sh" "$server" peer-go nginx >/dev/null
+# The first size is run.sh's own inventory ({NODES}); every other size gets
+# its inventory from the same generator, and its servers a name of their own
+# (run.sh names a server after its program): cudagate-10000, peer-go-10000.
+servers=("$binary serve --listen 127.0.0.1:{PORT} --tls-cert {CERT} --tls-key {KEY} --nodes {NODES} --threads 1" peer-go)
+for n in "${sizes[@]:1}"; do
+  echo "==> generating $n nodes" >&2
+  python3 "$BENCH_DIR/gen.py" --out "$OUT_ROOT/nodes-$n" --nodes "$n" >/dev/null
+  nodes_file=$OUT_ROOT/nodes-$n/nodes.json
+  ln -sf "$binary" "$OUT_ROOT/bin/cudagate-$n"
+  ln -sf "$peer_bin" "$OUT_ROOT/bin/peer-go-$n"
+  servers+=("$OUT_ROOT/bin/cudagate-$n serve --listen 127.0.0.1:{PORT} --tls-cert {CERT} --tls-key {KEY} --nodes $nodes_file --threads 1")
+  servers+=("$OUT_ROOT/bin/peer-go-$n -listen 127.0.0.1:{PORT} -cert {CERT} -key {KEY} -nodes $nodes_file")
 done
+servers+=(nginx)
 
-python3 - "$OUT_ROOT" $NODES_LIST <<'PY'
+echo "==> ${sizes[*]} nodes, ${#servers[@]} servers in each round" >&2
+NODES=$base OUT="$OUT_ROOT" "$BENCH_DIR/run.sh" "${servers[@]}" >/dev/null
+
+python3 - "$OUT_ROOT" "${sizes[@]}" <<'PY'
 import csv, os, statistics, sys
 root, sizes = sys.argv[1], sys.argv[2:]
+rows = list(csv.DictReader(open(os.path.join(root, "runs.tsv")), delimiter="\t"))
+def name(server, n):
+    return server if n == sizes[0] else "%s-%s" % (server, n)
 med = {}
+for key in dict.fromkeys(r["server"] for r in rows):
+    rs = [r for r in rows if r["server"] == key]
+    m = lambda k: statistics.median(float(r[k]) for r in rs)
+    med[key] = dict(rps=m("rps"), p50=m("p50_us") / 1000, p99=m("p99_us") / 1000,
+                    cpu=m("server_cpu_pct"),
+                    errors=sum(int(r["errors"]) + int(r["non2xx"]) for r in rs),
+                    rounds=[float(r["rps"]) for r in rs])
+print(open(os.path.join(root, "summary.txt")).read().split("\nmedians")[0])
 for n in sizes:
-    rows = list(csv.DictReader(open(os.path.join(root, n, "runs.tsv")), delimiter="\t"))
-    for name in dict.fromkeys(r["server"] for r in rows):
-        rs = [r for r in rows if r["server"] == name]
-        m = lambda k: statistics.median(float(r[k]) for r in rs)
-        med[(n, name)] = dict(rps=m("rps"), p50=m("p50_us") / 1000, p99=m("p99_us") / 1000,
-                              cpu=m("server_cpu_pct"),
-                              errors=sum(int(r["errors"]) + int(r["non2xx"]) for r in rs),
-                              rounds=", ".join("%.0f" % float(r["rps"]) for r in rs))
-print(open(os.path.join(root, sizes[0], "summary.txt")).read().split("\nmedians")[0])
-for n in sizes:
-    print("\n%s nodes, medians of %d rounds:" % (n, len(med[(n, "cudagate")]["rounds"].split(","))))
+    print("\n%s nodes (nginx has no inventory), medians of %d rounds:" % (n, len(med["nginx"]["rounds"])))
     print("%-10s %9s %8s %8s %8s %7s   %s" % ("server", "req/s", "p50 ms", "p99 ms", "srv cpu", "errors", "req/s per round"))
-    for name in ("cudagate", "peer-go", "nginx"):
-        r = med[(n, name)]
-        print("%-10s %9.0f %8.2f %8.2f %7.0f%% %7d   %s" % (name, r["rps"], r["p50"], r["p99"], r["cpu"], r["errors"], r["rounds"]))
-    c = med[(n, "cudagate")]["rps"]
-    print("cudagate / peer-go: %.1fx   cudagate / nginx: %.2f" % (c / med[(n, "peer-go")]["rps"], c / med[(n, "nginx")]["rps"]))
-if len(sizes) > 1:
-    a, b = med[(sizes[0], "cudagate")]["rps"], med[(sizes[-1], "cudagate")]["rps"]
-    print("\ncudagate at %s nodes / at %s nodes (req/s): %.3f" % (sizes[-1], sizes[0], b / a))
+    for key, label in ((name("cudagate", n), "cudagate"), (name("peer-go", n), "peer-go"), ("nginx", "nginx")):
+        r = med[key]
+        print("%-10s %9.0f %8.2f %8.2f %7.0f%% %7d   %s" % (label, r["rps"], r["p50"], r["p99"], r["cpu"], r["errors"],
+                                                          ", ".join("%.0f" % x for x in r["rounds"])))
+    c = med[name("cudagate", n)]["rps"]
+    print("cudagate / peer-go: %.1fx   cudagate / nginx: %.2f" % (c / med[name("peer-go", n)]["rps"], c / med["nginx"]["rps"]))
+for n in sizes[1:]:
+    a, b = med["cudagate"], med[name("cudagate", n)]
+    paired = statistics.median(y / x for x, y in zip(a["rounds"], b["rounds"]))
+    print("\ncudagate at %s nodes / at %s nodes (req/s): %.3f of the medians, %.3f the median of the rounds' ratios"
+          % (n, sizes[0], b["rps"] / a["rps"], paired))
 print("\nresults: %s" % root)
 PY
 
