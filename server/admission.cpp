@@ -247,12 +247,13 @@ AdmissionResponse admit(const ReviewRequest<V>& req, RequestDocument& document,
 // reference parser instead of growing them.
 constexpr std::size_t kFastBodyLimit = 256 * 1024;
 
-// The hot path's parser: simdjson's, with a padded copy of the body, kept
-// by each thread; metadata.managedFields is checked but not built.
-std::optional<SimdJsonView> parse_fast(std::string_view body) {
+// The hot path's parser: simdjson's, kept by each thread, reading a padded
+// body where it lies and any other through a padded copy;
+// metadata.managedFields is checked but not built.
+std::optional<SimdJsonView> parse_fast(std::string_view body, bool padded) {
   if (body.size() > kFastBodyLimit) return std::nullopt;
   thread_local ReviewTextParser parser(64 * 1024, kMaxReviewDepth);
-  return parser.parse(body);
+  return padded ? parser.parse(PaddedText{body}) : parser.parse(body);
 }
 
 // A decoded review -> the outcome, whichever parser read it.
@@ -291,9 +292,11 @@ void answer(const Expected<ReviewRequest<V>>& decoded, RequestDocument& document
 
 }  // namespace
 
-AdmissionOutcome handle_admission(Endpoint endpoint, std::string_view mode_param,
-                                  std::string_view body, const AdmissionContext& context,
-                                  ReviewParser parser) {
+namespace {
+
+AdmissionOutcome handle_review(Endpoint endpoint, std::string_view mode_param,
+                               std::string_view body, bool padded, const AdmissionContext& context,
+                               ReviewParser parser) {
   AdmissionOutcome out;
   try {
     Mode mode = context.policy.mode;
@@ -309,7 +312,7 @@ AdmissionOutcome handle_admission(Endpoint endpoint, std::string_view mode_param
     out.mode = std::string(to_string(mode));
 
     if (parser == ReviewParser::fast) {
-      if (const auto root = parse_fast(body)) {
+      if (const auto root = parse_fast(body, padded)) {
         RequestDocument document(body);
         answer(read_review(*root), document, endpoint, mode, context, out);
         return out;
@@ -342,6 +345,19 @@ AdmissionOutcome handle_admission(Endpoint endpoint, std::string_view mode_param
     out.body = R"({"error":"internal error while answering the review"})";
     return out;
   }
+}
+
+}  // namespace
+
+AdmissionOutcome handle_admission(Endpoint endpoint, std::string_view mode_param,
+                                  std::string_view body, const AdmissionContext& context,
+                                  ReviewParser parser) {
+  return handle_review(endpoint, mode_param, body, false, context, parser);
+}
+
+AdmissionOutcome handle_admission(Endpoint endpoint, std::string_view mode_param, PaddedText body,
+                                  const AdmissionContext& context, ReviewParser parser) {
+  return handle_review(endpoint, mode_param, body.text, true, context, parser);
 }
 
 }  // namespace cudagate

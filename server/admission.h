@@ -15,6 +15,7 @@
 #include "policy/decision.h"
 #include "policy/inventory.h"
 #include "policy/policy.h"
+#include "server/padded_text.h"
 
 namespace cudagate {
 
@@ -56,6 +57,11 @@ enum class ReviewParser : unsigned char { fast, reference };
 [[nodiscard]] AdmissionOutcome handle_admission(Endpoint endpoint, std::string_view mode_param,
                                                 std::string_view body,
                                                 const AdmissionContext& context,
+                                                ReviewParser parser = ReviewParser::fast);
+// The same for a body followed by its padding (server/padded_text.h), which
+// the fast parser reads where it lies.
+[[nodiscard]] AdmissionOutcome handle_admission(Endpoint endpoint, std::string_view mode_param,
+                                                PaddedText body, const AdmissionContext& context,
                                                 ReviewParser parser = ReviewParser::fast);
 
 }  // namespace cudagate

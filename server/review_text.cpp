@@ -232,24 +232,35 @@ std::optional<std::uint32_t> managed_fields_start(const std::uint8_t* text,
 
 }  // namespace review_text
 
+static_assert(kBodyPadding >= simdjson::SIMDJSON_PADDING);
+
 std::optional<SimdJsonView> ReviewTextParser::parse(std::string_view text, bool* skipped) {
-  if (skipped != nullptr) *skipped = false;
-  const std::size_t capacity = std::max(initial_capacity_, text.size());
-  if (parser_.capacity() < text.size() || parser_.implementation == nullptr) {
-    if (parser_.allocate(capacity, max_depth_) != simdjson::SUCCESS) return std::nullopt;
-  }
-  if (parser_.doc.capacity() < text.size() || parser_.doc.capacity() == 0) {
-    if (parser_.doc.allocate(capacity) != simdjson::SUCCESS) return std::nullopt;
-  }
   if (text.size() + simdjson::SIMDJSON_PADDING > padded_.size()) {
-    padded_.resize(capacity + simdjson::SIMDJSON_PADDING);
+    padded_.resize(std::max(initial_capacity_, text.size()) + simdjson::SIMDJSON_PADDING);
   }
   std::memcpy(padded_.data(), text.data(), text.size());
   std::memset(padded_.data() + text.size(), 0, simdjson::SIMDJSON_PADDING);
-  const auto* bytes = reinterpret_cast<const std::uint8_t*>(padded_.data());
+  return parse_bytes(reinterpret_cast<const std::uint8_t*>(padded_.data()), text.size(), skipped);
+}
+
+std::optional<SimdJsonView> ReviewTextParser::parse(PaddedText text, bool* skipped) {
+  return parse_bytes(reinterpret_cast<const std::uint8_t*>(text.text.data()), text.text.size(),
+                     skipped);
+}
+
+std::optional<SimdJsonView> ReviewTextParser::parse_bytes(const std::uint8_t* bytes,
+                                                          std::size_t size, bool* skipped) {
+  if (skipped != nullptr) *skipped = false;
+  const std::size_t capacity = std::max(initial_capacity_, size);
+  if (parser_.capacity() < size || parser_.implementation == nullptr) {
+    if (parser_.allocate(capacity, max_depth_) != simdjson::SUCCESS) return std::nullopt;
+  }
+  if (parser_.doc.capacity() < size || parser_.doc.capacity() == 0) {
+    if (parser_.doc.allocate(capacity) != simdjson::SUCCESS) return std::nullopt;
+  }
 
   auto& stages = *parser_.implementation;
-  if (stages.stage1(bytes, text.size(), simdjson::stage1_mode::regular) != simdjson::SUCCESS) {
+  if (stages.stage1(bytes, size, simdjson::stage1_mode::regular) != simdjson::SUCCESS) {
     return std::nullopt;
   }
   std::uint32_t* structurals = stages.structural_indexes.get();

@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "server/padded_text.h"
 #include "server/simd_json_view.h"
 
 namespace cudagate {
@@ -51,8 +52,9 @@ std::optional<std::uint32_t> managed_fields_start(const std::uint8_t* text,
 
 }  // namespace review_text
 
-// simdjson's DOM parser for review bodies, with a padded copy of the text,
-// kept and reused from one parse to the next (one per thread).
+// simdjson's DOM parser for review bodies, with a padded copy of the text
+// (unless it comes padded), kept and reused from one parse to the next (one
+// per thread).
 class ReviewTextParser {
  public:
   ReviewTextParser(std::size_t initial_capacity, std::size_t max_depth)
@@ -62,8 +64,13 @@ class ReviewTextParser {
   // valid until the next parse. `skipped` tells whether managedFields was
   // left out (for tests).
   std::optional<SimdJsonView> parse(std::string_view text, bool* skipped = nullptr);
+  // The same for text followed by its padding, read where it lies (no copy).
+  std::optional<SimdJsonView> parse(PaddedText text, bool* skipped = nullptr);
 
  private:
+  std::optional<SimdJsonView> parse_bytes(const std::uint8_t* bytes, std::size_t size,
+                                          bool* skipped);
+
   std::size_t initial_capacity_;
   std::size_t max_depth_;
   simdjson::dom::parser parser_;

@@ -111,7 +111,7 @@ HttpResponse admit(Endpoint endpoint, std::string_view endpoint_name, std::strin
   const auto snapshot = state.snapshot();
   const AdmissionContext context{*snapshot->db, *snapshot->policy, *snapshot->inventory};
   const std::string mode = query_parameter(query, "mode").value_or("");
-  AdmissionOutcome outcome = handle_admission(endpoint, mode, request.body(), context);
+  AdmissionOutcome outcome = handle_admission(endpoint, mode, request.body().padded(), context);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 

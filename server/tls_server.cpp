@@ -551,7 +551,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool timed_out_ = false;
   int inline_depth_ = 0;  // done() calls of drive() now on the stack
   beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<http::request_parser<PaddedStringBody>> parser_;
   std::string wire_;  // the response being written
   bool keep_alive_ = false;
   Phase phase_ = Phase::handshake;

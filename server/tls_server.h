@@ -46,6 +46,7 @@
 #include "policy/expected.h"
 #include "server/cert_store.h"
 #include "server/metrics.h"
+#include "server/padded_body.h"
 
 namespace cudagate {
 
@@ -63,7 +64,9 @@ struct ServerLimits {
   std::size_t max_connections = 1024;
 };
 
-using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>;
+// A request's body keeps its padding (server/padded_body.h): the review
+// parser reads it where it lies.
+using HttpRequest = boost::beast::http::request<PaddedStringBody>;
 using HttpResponse = boost::beast::http::response<boost::beast::http::string_body>;
 using RequestHandler = std::function<HttpResponse(const HttpRequest&)>;
 

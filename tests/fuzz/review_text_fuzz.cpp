@@ -3,7 +3,8 @@
 // fixed review, so that every mutation reaches the check that decides
 // whether the field may be skipped. The two parsers must accept and refuse
 // the same texts, give the same document but for managedFields, and skip
-// only in a text that nlohmann::json accepts.
+// only in a text that nlohmann::json accepts; a text read where it lies
+// (a padded body) gives what its copy gives.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -12,6 +13,7 @@
 #include <string_view>
 
 #include "server/admission_review.h"
+#include "server/padded_body.h"
 #include "server/review_text.h"
 #include "server/simd_json_view.h"
 
@@ -19,6 +21,7 @@ using nlohmann::json;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static cudagate::ReviewTextParser skipping(1024, cudagate::kMaxReviewDepth);
+  static cudagate::ReviewTextParser skipping_in_place(1024, cudagate::kMaxReviewDepth);
   static cudagate::PaddedDomParser plain(1024, cudagate::kMaxReviewDepth);
   const std::string managed(reinterpret_cast<const char*>(data), size);
   const std::string text =
@@ -29,6 +32,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   bool skipped = false;
   const auto fast = skipping.parse(text, &skipped);
   const json fast_doc = fast ? cudagate::to_nlohmann(*fast) : json();
+  // The same text held as the server holds a body, read where it lies.
+  const cudagate::PaddedString held(text);
+  bool skipped_in_place = false;
+  const auto in_place = skipping_in_place.parse(held.padded(), &skipped_in_place);
+  if (in_place.has_value() != fast.has_value() || skipped_in_place != skipped) std::abort();
+  if (in_place && cudagate::to_nlohmann(*in_place) != fast_doc) std::abort();
   const auto reference = plain.parse(text);
   if (fast.has_value() != reference.has_value()) std::abort();
   if (!fast) return 0;

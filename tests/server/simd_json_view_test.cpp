@@ -21,6 +21,7 @@
 #include "server/admission.h"
 #include "server/admission_response.h"
 #include "server/admission_review.h"
+#include "server/padded_body.h"
 #include "tests/server/support.h"
 
 namespace cudagate {
@@ -359,7 +360,15 @@ TEST(HandleAdmission, FastAndReferenceParsersAgree) {
             handle_admission(endpoint, mode, body, context, ReviewParser::fast);
         const AdmissionOutcome reference =
             handle_admission(endpoint, mode, body, context, ReviewParser::reference);
+        // The body as the server holds it, read where it lies.
+        const PaddedString held(body);
+        const AdmissionOutcome in_place =
+            handle_admission(endpoint, mode, held.padded(), context, ReviewParser::fast);
         const std::string what = body.substr(0, 200);
+        EXPECT_EQ(in_place.http_status, reference.http_status) << what;
+        EXPECT_EQ(in_place.body, reference.body) << what;
+        EXPECT_EQ(in_place.verdict, reference.verdict) << what;
+        EXPECT_EQ(in_place.decision, reference.decision) << what;
         EXPECT_EQ(fast.http_status, reference.http_status) << what;
         EXPECT_EQ(fast.body, reference.body) << what;
         EXPECT_EQ(fast.uid, reference.uid) << what;
