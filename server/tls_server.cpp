@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 
@@ -40,6 +41,10 @@ using tcp = net::ip::tcp;
 constexpr std::size_t kReadChunk = 16 * 1024;
 // A connection keeps the buffer of its last response up to this size.
 constexpr std::size_t kMaxKeptWire = 64 * 1024;
+// ... and the buffer of its last request body up to this one: a review
+// (5 to 20 KB) then reuses it, without a large allocation and free per
+// request, each of which makes the allocator consolidate its small chunks.
+constexpr std::size_t kMaxKeptBody = 32 * 1024;
 // After an answer to a request that was not read to its end (413, 431,
 // 400), the rest is read and discarded this long, so that the peer is not
 // reset while still sending and can read the answer.
@@ -333,7 +338,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // without a further asynchronous step.
   void read_header() {
     phase_ = Phase::reading;
-    parser_.emplace();
+    parser_.emplace(std::piecewise_construct, std::make_tuple(std::move(spare_body_)));
     parser_->header_limit(static_cast<std::uint32_t>(limits_.max_header_bytes));
     parser_->body_limit(limits_.max_body_bytes);
     if (!parse_header()) return;
@@ -436,6 +441,7 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     response.version(request.version());
     response.keep_alive(request.keep_alive() && !server_->draining.load());
+    if (request.body().capacity() <= kMaxKeptBody) spare_body_ = std::move(request.body());
     write(std::move(response));
   }
 
@@ -552,7 +558,8 @@ class Session : public std::enable_shared_from_this<Session> {
   int inline_depth_ = 0;  // done() calls of drive() now on the stack
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<PaddedStringBody>> parser_;
-  std::string wire_;  // the response being written
+  PaddedString spare_body_;  // the last body's buffer, for the next request
+  std::string wire_;         // the response being written
   bool keep_alive_ = false;
   Phase phase_ = Phase::handshake;
   bool first_ = true;

@@ -89,6 +89,25 @@ TEST(PaddedBody, HoldsItsTextAndPadding) {
   body.clear();
   EXPECT_EQ(body.view(), "");
   expect_padding(body);
+
+  // A moved-from string is empty, padded, and usable; the buffer moves.
+  body = std::string(1000, 'x');
+  const std::size_t capacity = body.capacity();
+  EXPECT_GE(capacity, 1000U);
+  PaddedString moved(std::move(body));
+  EXPECT_EQ(moved.size(), 1000U);
+  EXPECT_EQ(moved.capacity(), capacity);
+  EXPECT_TRUE(body.empty());  // NOLINT(bugprone-use-after-move): the moved-from state is defined
+  expect_padding(body);
+  moved.clear();
+  EXPECT_EQ(moved.capacity(), capacity);
+  moved.append("yz", 2);
+  EXPECT_EQ(moved.view(), "yz");
+  expect_padding(moved);
+  body = std::move(moved);
+  EXPECT_EQ(body.view(), "yz");
+  EXPECT_EQ(moved.view(), "");  // NOLINT(bugprone-use-after-move)
+  expect_padding(moved);
 }
 
 TEST(PaddedBody, ReadWithALengthInAnyPieces) {

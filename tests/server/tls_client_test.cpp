@@ -323,6 +323,45 @@ TEST_F(TlsClientTest, TwoReviewsOnOneKeepAliveConnection) {
   }
 }
 
+// A connection reuses its last body's buffer for the next request: bodies
+// larger and smaller than the last one, one past the size a connection
+// keeps, and a malformed one in between, are each read as sent.
+TEST_F(TlsClientTest, BodiesOfEverySizeOnOneConnection) {
+  Client client(server_->certs() / "ca.crt", "localhost");
+  ASSERT_FALSE(client.connect(server_->port()));
+  struct Step {
+    std::string uid;       // "" for the malformed body
+    std::size_t trailing;  // spaces after the review (valid JSON)
+  };
+  const Step steps[] = {{"0f1e2d3c-0000-4000-8000-000000000011", 20000},
+                        {"0f1e2d3c-0000-4000-8000-000000000012", 0},
+                        {"0f1e2d3c-0000-4000-8000-000000000013", 40000},
+                        {"0f1e2d3c-0000-4000-8000-000000000014", 0},
+                        {"", 0},
+                        {"0f1e2d3c-0000-4000-8000-000000000015", 100}};
+  for (const Step& step : steps) {
+    SCOPED_TRACE(step.uid + " +" + std::to_string(step.trailing));
+    http::request<http::string_body> req{http::verb::post, "/validate", 11};
+    req.set(http::field::host, "localhost");
+    req.set(http::field::content_type, "application/json");
+    req.body() = step.uid.empty()
+                     ? std::string(R"({"kind":"AdmissionReview",)")
+                     : admission_review(step.uid, "web") + std::string(step.trailing, ' ');
+    http::response<http::string_body> res;
+    const auto ec = client.exchange(req, res);
+    ASSERT_FALSE(ec) << ec.message() << "\n" << server_->log();
+    if (step.uid.empty()) {
+      EXPECT_EQ(res.result(), http::status::bad_request) << res.body();
+      continue;
+    }
+    ASSERT_EQ(res.result(), http::status::ok) << res.body();
+    const auto answer = nlohmann::json::parse(res.body(), nullptr, false);
+    ASSERT_TRUE(answer.is_object()) << res.body();
+    EXPECT_EQ(answer["response"].value("uid", ""), step.uid);
+    EXPECT_EQ(answer["response"].value("allowed", false), true);
+  }
+}
+
 // The client really verifies the server: a wrong CA or a wrong name fails.
 TEST_F(TlsClientTest, VerificationRows) {
   struct Row {
