@@ -154,6 +154,8 @@ AdmissionResponse& AdmissionResponse::with_audit_annotation(std::string key, std
       return *this;
     }
   }
+  // A decision records about five: one allocation for them all.
+  if (audit_annotations_.empty()) audit_annotations_.reserve(8);
   audit_annotations_.emplace_back(std::move(key), std::move(value));
   return *this;
 }
@@ -212,20 +214,42 @@ json AdmissionResponse::complete(ReviewVersion version, std::string_view uid,
 std::string AdmissionResponse::serialize(ReviewVersion version, std::string_view uid,
                                          Endpoint endpoint) const {
   // Members in the order nlohmann::json keeps them (sorted by key), so the
-  // text is what complete().dump() would print.
-  std::vector<std::pair<std::string_view, std::string>> annotations;
+  // text is what complete().dump() would print. Keys and values are used
+  // where they lie unless a value must be cleaned first.
+  struct Annotation {
+    std::string_view key;
+    std::string_view value;
+  };
+  std::vector<Annotation> annotations;
   annotations.reserve(audit_annotations_.size());
+  std::vector<std::string> cleaned;  // reserved whole before its first use: views stay valid
+  std::size_t size = 192 + message_.size() + uid.size();
   for (const auto& [key, value] : audit_annotations_) {
     if (!valid_audit_annotation_key(key)) continue;
-    std::string v = audit_annotation_value(value);
-    annotations.emplace_back(key, std::move(v));
+    std::string_view v = value;
+    if (value.size() > kMaxAuditAnnotationValueBytes || !is_valid_utf8(value)) {
+      if (cleaned.empty()) cleaned.reserve(audit_annotations_.size());
+      v = cleaned.emplace_back(audit_annotation_value(value));
+    }
+    // Stable: of repeated keys, the last stays last.
+    annotations.push_back({key, v});
+    for (std::size_t i = annotations.size() - 1; i > 0 && key < annotations[i - 1].key; --i) {
+      std::swap(annotations[i], annotations[i - 1]);
+    }
+    size += key.size() + v.size() + 6;
   }
-  std::stable_sort(annotations.begin(), annotations.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
   const std::vector<std::string> warnings = sanitize_warnings(warnings_);
+  for (const auto& w : warnings) size += w.size() + 3;
+
+  std::string scratch;
+  const auto utf8 = [&scratch](std::string_view text) -> std::string_view {
+    if (is_valid_utf8(text)) return text;
+    scratch = valid_utf8(text);
+    return scratch;
+  };
 
   std::string out;
-  out.reserve(192 + message_.size() + uid.size());
+  out.reserve(size);
   out += R"({"apiVersion":)";
   append_json_string(out, api_version_of(version));
   out += R"(,"kind":"AdmissionReview","response":{"allowed":)";
@@ -234,11 +258,11 @@ std::string AdmissionResponse::serialize(ReviewVersion version, std::string_view
     out += R"(,"auditAnnotations":{)";
     for (std::size_t i = 0; i < annotations.size(); ++i) {
       // Repeated keys: the last value, as an object keeps it.
-      if (i + 1 < annotations.size() && annotations[i + 1].first == annotations[i].first) continue;
+      if (i + 1 < annotations.size() && annotations[i + 1].key == annotations[i].key) continue;
       if (out.back() != '{') out += ',';
-      append_json_string(out, annotations[i].first);
+      append_json_string(out, annotations[i].key);
       out += ':';
-      append_json_string(out, annotations[i].second);
+      append_json_string(out, annotations[i].value);
     }
     out += '}';
   }
@@ -252,13 +276,13 @@ std::string AdmissionResponse::serialize(ReviewVersion version, std::string_view
     out += R"(,"status":{"code":)";
     append_json_int(out, code_);
     out += R"(,"message":)";
-    append_json_string(out, valid_utf8(message_));
+    append_json_string(out, utf8(message_));
     out += R"(,"reason":)";
     append_json_string(out, reason_);
     out += R"(,"status":"Failure"})";
   }
   out += R"(,"uid":)";
-  append_json_string(out, valid_utf8(uid));
+  append_json_string(out, utf8(uid));
   if (!warnings.empty()) {
     out += R"(,"warnings":[)";
     for (std::size_t i = 0; i < warnings.size(); ++i) {
@@ -293,7 +317,21 @@ std::vector<std::string> sanitize_warnings(const std::vector<std::string>& warni
   return out;
 }
 
+bool is_valid_utf8(std::string_view text) {
+  for (std::size_t i = 0; i < text.size();) {
+    if (static_cast<unsigned char>(text[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    const std::size_t length = utf8_sequence(text, i);
+    if (length == 0) return false;
+    i += length;
+  }
+  return true;
+}
+
 std::string valid_utf8(std::string_view text) {
+  if (is_valid_utf8(text)) return std::string(text);
   std::string out;
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size();) {

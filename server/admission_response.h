@@ -89,6 +89,8 @@ class AdmissionResponse {
 
 // `text` with invalid UTF-8 sequences replaced by U+FFFD.
 [[nodiscard]] std::string valid_utf8(std::string_view text);
+// Whether `text` is valid UTF-8 (what valid_utf8() leaves unchanged).
+[[nodiscard]] bool is_valid_utf8(std::string_view text);
 // The number of code points in valid UTF-8 `text`.
 [[nodiscard]] std::size_t rune_count(std::string_view text);
 

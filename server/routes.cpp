@@ -2,7 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
 #include <boost/beast/core/string.hpp>
 #include <chrono>
 #include <iterator>
@@ -137,9 +136,7 @@ HttpResponse admit(Endpoint endpoint, std::string_view endpoint_name, std::strin
     line += line.empty() ? '{' : ',';
     append_json_string(line, key);
     line += ':';
-    const bool ascii = std::all_of(value.begin(), value.end(),
-                                   [](char c) { return static_cast<unsigned char>(c) < 0x80; });
-    if (ascii) {
+    if (is_valid_utf8(value)) {
       append_json_string(line, value);
     } else {
       append_json_string(line, valid_utf8(value));

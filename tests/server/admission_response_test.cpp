@@ -109,6 +109,27 @@ TEST(AdmissionResponse, InvalidUtf8InAMessageStillSerialises) {
   EXPECT_NE(text.find("bad \xEF\xBF\xBD byte"), std::string::npos);
 }
 
+// is_valid_utf8() holds exactly for the texts valid_utf8() leaves as they are.
+TEST(AdmissionResponse, ValidUtf8AsValidUtf8LeavesIt) {
+  const std::vector<std::pair<std::string, bool>> rows = {
+      {"", true},
+      {"plain ascii", true},
+      {"\xc3\xa9", true},                // é
+      {"\xe2\x9c\x93", true},            // check mark
+      {"\xf0\x9f\x98\x80", true},        // emoji, 4 bytes
+      {"\xff", false},                   // never valid
+      {"\xc0\xaf", false},               // overlong '/'
+      {"\xed\xa0\x80", false},           // surrogate
+      {"\xe2\x9c", false},               // cut short
+      {"\xf4\x90\x80\x80", false},       // above U+10FFFF
+      {"ok \xc3\xa9 then \x80", false},  // a lone continuation byte
+  };
+  for (const auto& [text, valid] : rows) {
+    EXPECT_EQ(is_valid_utf8(text), valid) << text;
+    EXPECT_EQ(valid_utf8(text) == text, valid) << text;
+  }
+}
+
 TEST(AdmissionResponse, LongAuditValuesAreCut) {
   auto response = AdmissionResponse::allowed();
   response.with_audit_annotation("findings", std::string(10000, 'x'));

@@ -410,6 +410,14 @@ TEST(AdmissionResponse, SerializeIsCompleteDumped) {
       .with_audit_annotation("long", std::string(5000, 'v') + "\xc3\xa9")
       .with_audit_annotation("zeta", "\"q\"");
   responses.push_back(full);
+  // More annotations than a decision makes, out of order, repeated, one
+  // value not valid UTF-8.
+  AdmissionResponse many = AdmissionResponse::allowed();
+  for (const char* key : {"k9", "k1", "k8", "k2", "k7", "k3", "k6", "k4", "k5", "k1", "k0"}) {
+    many.with_audit_annotation(key, std::string("v-") + key);
+  }
+  many.with_audit_annotation("bytes", "a\xff\xfe b").with_audit_annotation("k8", "again");
+  responses.push_back(many);
   AdmissionResponse denied_with_extras = AdmissionResponse::denied("no");
   denied_with_extras.with_warning("w").with_audit_annotation("decision", "deny");
   responses.push_back(denied_with_extras);
@@ -417,7 +425,7 @@ TEST(AdmissionResponse, SerializeIsCompleteDumped) {
   for (const auto& response : responses) {
     for (const auto version : {ReviewVersion::v1, ReviewVersion::v1beta1}) {
       for (const auto endpoint : {Endpoint::validate, Endpoint::mutate}) {
-        for (const std::string uid : {"705ab4f5-6393-11e8", "u\"id"}) {
+        for (const std::string uid : {"705ab4f5-6393-11e8", "u\"id", "u\xffid"}) {
           EXPECT_EQ(response.serialize(version, uid, endpoint),
                     response.complete(version, uid, endpoint)
                         .dump(-1, ' ', false, json::error_handler_t::replace));
