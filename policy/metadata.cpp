@@ -37,6 +37,13 @@ bool starts_with(std::string_view text, std::string_view prefix);
 class Env {
  public:
   static bool read(std::string_view name) {
+    // Most of a container's variables start with another letter than these.
+    if (name.empty()) return false;
+    const char c = name[0];
+    if (c != kCudaVersion[0] && c != kRequirePrefix[0] && c != kDisableRequire[0] &&
+        c != kTorchArchList[0] && c != kCudaArchs[0] && c != kCmakeArchs[0]) {
+      return false;
+    }
     return name == kCudaVersion || starts_with(name, kRequirePrefix) || name == kDisableRequire ||
            name == kTorchArchList || name == kCudaArchs || name == kCmakeArchs;
   }

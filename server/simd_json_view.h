@@ -276,16 +276,24 @@ class SimdJsonView {
     std::uint32_t length;
     std::memcpy(&length, at, sizeof length);
     if (length != key.size()) return false;
-    // Keys are short: compared here, eight bytes at a time, not by a call.
+    // Keys are short: compared here, in words, not by a call; the last word
+    // overlaps the one before it rather than going byte by byte.
     const char* text = reinterpret_cast<const char*>(at + sizeof length);
     const char* want = key.data();
-    for (; length >= 8; length -= 8, text += 8, want += 8) {
-      std::uint64_t a;
-      std::uint64_t b;
-      std::memcpy(&a, text, 8);
-      std::memcpy(&b, want, 8);
-      if (a != b) return false;
+    const auto same = [text, want]<class Word>(std::uint32_t offset, Word) {
+      Word a;
+      Word b;
+      std::memcpy(&a, text + offset, sizeof a);
+      std::memcpy(&b, want + offset, sizeof b);
+      return a == b;
+    };
+    if (length >= 8) {
+      for (std::uint32_t k = 0; k + 8 <= length; k += 8) {
+        if (!same(k, std::uint64_t{})) return false;
+      }
+      return same(length - 8, std::uint64_t{});
     }
+    if (length >= 4) return same(0, std::uint32_t{}) && same(length - 4, std::uint32_t{});
     for (std::uint32_t k = 0; k < length; ++k) {
       if (text[k] != want[k]) return false;
     }

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <fstream>
 #include <functional>
@@ -152,6 +154,42 @@ TEST(SimdJsonView, NegativeZeroCountsAsZero) {
   const auto b = workload_reader::count_quantity(NlohmannView(reference["q"]));
   ASSERT_TRUE(a && b);
   EXPECT_EQ(*a, *b);
+}
+
+// Keys of every length up to 20 bytes, each beside others that differ from
+// it in the first, a middle or the last byte only: find() and find_each()
+// tell them apart (the comparison goes by words of 4 and 8 bytes).
+TEST(SimdJsonView, FindsKeysOfEveryLength) {
+  std::vector<std::string> keys;
+  for (std::size_t n = 1; n <= 20; ++n) {
+    std::string key;
+    for (std::size_t k = 0; k < n; ++k) key += static_cast<char>('a' + k % 26);
+    keys.push_back(key);
+    std::string first = key;
+    first.front() = 'X';
+    std::string middle = key;
+    middle[n / 2] = 'Y';
+    std::string last = key;
+    last.back() = 'Z';
+    for (const std::string& other : {first, middle, last}) {
+      if (std::find(keys.begin(), keys.end(), other) == keys.end()) keys.push_back(other);
+    }
+  }
+  json object = json::object();
+  for (std::size_t i = 0; i < keys.size(); ++i) object[keys[i]] = i;
+  SimdDoc simd(object.dump());
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const SimdJsonView found = simd.root.find(keys[i]);
+    ASSERT_TRUE(found.valid()) << keys[i];
+    EXPECT_EQ(found.as_unsigned(), i) << keys[i];
+    EXPECT_FALSE(simd.root.find(keys[i] + "!").valid()) << keys[i];
+    const std::array<std::string_view, 2> wanted = {keys[i], "none"};
+    std::array<SimdJsonView, 2> out;
+    simd.root.find_each(wanted, out);
+    ASSERT_TRUE(out[0].valid()) << keys[i];
+    EXPECT_EQ(out[0].as_unsigned(), i) << keys[i];
+    EXPECT_FALSE(out[1].valid());
+  }
 }
 
 // --- workloads: the same facts and the same errors through both ---
