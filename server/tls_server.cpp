@@ -338,6 +338,9 @@ class Session : public std::enable_shared_from_this<Session> {
   // without a further asynchronous step.
   void read_header() {
     phase_ = Phase::reading;
+    // Cleared here: the parser's body reader, which clears it too, is not
+    // called at all for a request without a body.
+    spare_body_.clear();
     parser_.emplace(std::piecewise_construct, std::make_tuple(std::move(spare_body_)));
     parser_->header_limit(static_cast<std::uint32_t>(limits_.max_header_bytes));
     parser_->body_limit(limits_.max_body_bytes);

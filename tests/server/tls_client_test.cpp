@@ -325,28 +325,33 @@ TEST_F(TlsClientTest, TwoReviewsOnOneKeepAliveConnection) {
 
 // A connection reuses its last body's buffer for the next request: bodies
 // larger and smaller than the last one, one past the size a connection
-// keeps, and a malformed one in between, are each read as sent.
+// keeps, a malformed one and an empty one in between, are each read as
+// sent (an empty body is not the one before it).
 TEST_F(TlsClientTest, BodiesOfEverySizeOnOneConnection) {
   Client client(server_->certs() / "ca.crt", "localhost");
   ASSERT_FALSE(client.connect(server_->port()));
   struct Step {
-    std::string uid;       // "" for the malformed body
+    std::string uid;       // "": `other` is sent instead of a review
     std::size_t trailing;  // spaces after the review (valid JSON)
+    std::string other;
   };
-  const Step steps[] = {{"0f1e2d3c-0000-4000-8000-000000000011", 20000},
-                        {"0f1e2d3c-0000-4000-8000-000000000012", 0},
-                        {"0f1e2d3c-0000-4000-8000-000000000013", 40000},
-                        {"0f1e2d3c-0000-4000-8000-000000000014", 0},
-                        {"", 0},
-                        {"0f1e2d3c-0000-4000-8000-000000000015", 100}};
+  const Step steps[] = {{"0f1e2d3c-0000-4000-8000-000000000011", 20000, ""},
+                        {"0f1e2d3c-0000-4000-8000-000000000012", 0, ""},
+                        {"0f1e2d3c-0000-4000-8000-000000000013", 40000, ""},
+                        {"0f1e2d3c-0000-4000-8000-000000000014", 0, ""},
+                        {"", 0, R"({"kind":"AdmissionReview",)"},
+                        {"0f1e2d3c-0000-4000-8000-000000000015", 100, ""},
+                        {"", 0, ""},
+                        {"0f1e2d3c-0000-4000-8000-000000000016", 0, ""}};
   for (const Step& step : steps) {
-    SCOPED_TRACE(step.uid + " +" + std::to_string(step.trailing));
+    SCOPED_TRACE(step.uid + " +" + std::to_string(step.trailing) + " " + step.other);
     http::request<http::string_body> req{http::verb::post, "/validate", 11};
     req.set(http::field::host, "localhost");
     req.set(http::field::content_type, "application/json");
     req.body() = step.uid.empty()
-                     ? std::string(R"({"kind":"AdmissionReview",)")
+                     ? step.other
                      : admission_review(step.uid, "web") + std::string(step.trailing, ' ');
+    req.prepare_payload();
     http::response<http::string_body> res;
     const auto ec = client.exchange(req, res);
     ASSERT_FALSE(ec) << ec.message() << "\n" << server_->log();
