@@ -15,17 +15,17 @@
 #include <string>
 #include <string_view>
 
+#include "admission/admission.h"
+#include "admission/admission_response.h"
+#include "admission/admission_review.h"
+#include "admission/pin_affinity.h"
+#include "admission/review_text.h"
+#include "admission/simd_json_view.h"
 #include "bench/fleet.h"
 #include "policy/evaluate.h"
 #include "policy/metadata.h"
 #include "policy/pod.h"
 #include "policy/workload_reader.h"
-#include "server/admission.h"
-#include "server/admission_response.h"
-#include "server/admission_review.h"
-#include "server/pin_affinity.h"
-#include "server/review_text.h"
-#include "server/simd_json_view.h"
 
 namespace cudagate::bench {
 namespace {

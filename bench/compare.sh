@@ -45,7 +45,7 @@ done
 echo "==> building the release binary" >&2
 cmake --preset release >/dev/null
 cmake --build --preset release --target cudagate -j "$(nproc)" >/dev/null
-binary=$(pwd)/build/release/server/cudagate
+binary=$(pwd)/build/release/cudagate
 read -r -a sizes <<<"$NODES_LIST"
 [ ${#sizes[@]} -ge 1 ] || {
   echo "compare.sh: NODES_LIST is empty" >&2

@@ -16,7 +16,7 @@
 #include <string>
 
 #include "bench/fleet.h"
-#include "server/cli_common.h"
+#include "server/input_files.h"
 #include "server/node_loader.h"
 
 namespace cudagate::bench {
@@ -121,7 +121,7 @@ BENCHMARK(BM_LoadNodeListStreaming)->Arg(1000)->Arg(10000)->Unit(benchmark::kMil
 void BM_LoadNodeListDocument(benchmark::State& state) {
   const std::string& path = node_list_file(static_cast<int>(state.range(0)));
   for (auto _ : state) {
-    auto inventory = cli::load_inventory_file(path, db());
+    auto inventory = load_inventory_file(path, db());
     if (!inventory) {
       state.SkipWithError(inventory.error().str().c_str());
       return;

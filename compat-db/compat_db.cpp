@@ -1,3 +1,5 @@
+// Loading the compatibility matrix: JSON files checked against the schema, with errors naming the
+// file, the entry and the field, and the lookups that node facts and rules rely on.
 #include "compat-db/compat_db.h"
 
 #include <algorithm>
@@ -10,6 +12,9 @@
 #include <set>
 #include <string>
 #include <utility>
+
+#include "types/json_depth.h"
+#include "types/quote.h"
 
 namespace cudagate {
 namespace {
@@ -30,30 +35,6 @@ constexpr std::array<std::string_view, 10> kSections = {
 
 constexpr std::array<std::string_view, 4> kDesignations = {"", "LTSB", "PB", "NFB"};
 constexpr std::array<std::string_view, 3> kRuleKinds = {"cuda-base", "ngc-release", "cuda-tag"};
-
-// Text from the input, made safe for a one-line message: control bytes and
-// non-ASCII bytes are escaped, a runaway value is cut after `max` bytes.
-std::string printable(std::string_view text, std::size_t max = 64) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (std::size_t i = 0; i < text.size() && i < max; ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x20 || c >= 0x7f) {
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 0xf];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  if (text.size() > max) out += "...";
-  return out;
-}
-
-std::string quote_text(std::string_view text) {
-  return "\"" + printable(text) + "\"";
-}
-
 char lower(char c) {
   return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
 }
@@ -100,7 +81,7 @@ std::string kind_of(const json& value) {
     case json::value_t::number_float:
       return "a number";
     case json::value_t::string:
-      return "the string " + quote_text(value.get_ref<const std::string&>());
+      return "the string " + quote(value.get_ref<const std::string&>());
     case json::value_t::array:
       return "an array";
     case json::value_t::object:
@@ -116,33 +97,6 @@ std::string indexed(std::string_view path, std::size_t i) {
 
 // ---------------------------------------------------------------------------
 // Reading JSON text.
-
-// Finds the first place nested deeper than kMaxDepth, before the JSON library
-// sees the text. Returns its byte offset, or npos.
-std::size_t too_deep_at(std::string_view text) {
-  int depth = 0;
-  bool in_string = false;
-  bool escaped = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxDepth) return i;
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-  return std::string_view::npos;
-}
 
 // "name:line:column" for the byte at `offset` (0-based).
 std::string position(std::string_view name, std::string_view text, std::size_t offset) {
@@ -166,7 +120,7 @@ std::string parse_error_text(const char* what) {
 }
 
 Expected<json> parse_document(const CompatDbFile& file) {
-  if (const std::size_t at = too_deep_at(file.text); at != std::string_view::npos) {
+  if (const std::size_t at = json_too_deep_at(file.text, kMaxDepth); at != std::string_view::npos) {
     return Error{position(file.name, file.text, at),
                  "nested deeper than " + std::to_string(kMaxDepth) + " levels"};
   }
@@ -189,7 +143,7 @@ Expected<json> parse_document(const CompatDbFile& file) {
   try {
     json document = json::parse(file.text.begin(), file.text.end(), check_keys);
     if (!duplicate_key.empty()) {
-      return Error{file.name, "the key " + quote_text(duplicate_key) +
+      return Error{file.name, "the key " + quote(duplicate_key) +
                                   " appears twice in one object; each key may appear once"};
     }
     return document;
@@ -398,9 +352,8 @@ std::optional<Error> read_entries(const json& value, std::string_view section, s
 // Versions in the matrix name a release, so a bare major ("12") is refused.
 void require_minor(Entry& entry, std::string_view key, const std::string& text) {
   if (!text.empty() && text.find('.') == std::string::npos) {
-    entry.fail(
-        entry.field_path(key),
-        "expected a CUDA version with a minor part like 12.4 or 12.4.1, got " + quote_text(text));
+    entry.fail(entry.field_path(key),
+               "expected a CUDA version with a minor part like 12.4 or 12.4.1, got " + quote(text));
   }
 }
 
@@ -438,8 +391,8 @@ Expected<DriverVersion> parse_driver_or_branch(std::string_view text) {
   }
   auto version = DriverVersion::parse(text);
   if (version) return version;
-  return Error{"", "expected a driver version like 535.129.03 or a branch like 535, got " +
-                       quote_text(text)};
+  return Error{
+      "", "expected a driver version like 535.129.03 or a branch like 535, got " + quote(text)};
 }
 
 // --- Sections --------------------------------------------------------------
@@ -473,7 +426,7 @@ DriverBranch read_driver_branch(Entry& e) {
   b.designation = e.optional_text("designation");
   if (!one_of(b.designation, kDesignations)) {
     e.fail(e.field_path("designation"), "expected one of " + listing(kDesignations) +
-                                            " (or leave it out), got " + quote_text(b.designation));
+                                            " (or leave it out), got " + quote(b.designation));
   }
   b.source = e.text("source");
   return b;
@@ -523,9 +476,9 @@ Product read_product(Entry& e) {
   p.family = e.text("family");
   p.brand = e.optional_text("brand");
   if (p.brand != to_lower(p.brand)) {
-    e.fail(e.field_path("brand"),
-           "expected the brand in lower case as NVIDIA_REQUIRE_* compares it, got " +
-               quote_text(p.brand));
+    e.fail(
+        e.field_path("brand"),
+        "expected the brand in lower case as NVIDIA_REQUIRE_* compares it, got " + quote(p.brand));
   }
   p.datacenter = e.boolean("datacenter");
   p.source = e.text("source");
@@ -546,9 +499,8 @@ NamedArchitecture read_architecture(Entry& e) {
   a.name = e.text("name");
   a.arch_list = e.text("archList");
   if (!a.arch_list.empty() && !well_formed_arch_list(a.arch_list)) {
-    e.fail(
-        e.field_path("archList"),
-        "expected entries like 8.0, 9.0a or 8.6+PTX joined by ';', got " + quote_text(a.arch_list));
+    e.fail(e.field_path("archList"),
+           "expected entries like 8.0, 9.0a or 8.6+PTX joined by ';', got " + quote(a.arch_list));
   }
   a.source = e.text("source");
   return a;
@@ -567,8 +519,8 @@ CudaImage read_cuda_image(Entry& e) {
     const std::string first = i.require_cuda.substr(0, i.require_cuda.find(' '));
     if (!iequals(first, expected)) {
       e.fail(e.field_path("requireCuda"), "expected the requirement to start with " +
-                                              quote_text(expected) + " for CUDA " + i.cuda_version +
-                                              ", got " + quote_text(first));
+                                              quote(expected) + " for CUDA " + i.cuda_version +
+                                              ", got " + quote(first));
     }
   }
   i.source = e.text("source");
@@ -580,7 +532,7 @@ NgcRelease read_ngc_release(Entry& e) {
   n.release = e.text("release");
   if (!n.release.empty() && !is_release_name(n.release)) {
     e.fail(e.field_path("release"),
-           "expected a release like 24.01 (YY.MM), got " + quote_text(n.release));
+           "expected a release like 24.01 (YY.MM), got " + quote(n.release));
   }
   n.cuda_version = e.text("cudaVersion");
   (void)e.parsed("cudaVersion", false, &CudaVersion::parse);
@@ -598,7 +550,7 @@ ImageRule read_image_rule(Entry& e) {
   r.kind = e.text("kind");
   if (!r.kind.empty() && !one_of(r.kind, kRuleKinds)) {
     e.fail(e.field_path("kind"),
-           "expected one of " + listing(kRuleKinds) + ", got " + quote_text(r.kind));
+           "expected one of " + listing(kRuleKinds) + ", got " + quote(r.kind));
   }
   r.source = e.text("source");
   return r;
@@ -631,8 +583,8 @@ std::optional<Error> check_products(const std::vector<Product>& products) {
                         const std::string& where) -> std::optional<Error> {
     const auto [it, inserted] = taken.emplace(to_lower(value), where);
     if (!inserted) {
-      return Error{where, quote_text(value) + " is already used by " + it->second +
-                              " (compared ignoring case)"};
+      return Error{
+          where, quote(value) + " is already used by " + it->second + " (compared ignoring case)"};
     }
     return std::nullopt;
   };
@@ -750,7 +702,7 @@ std::optional<Error> check_cloud_products(const CompatDb& db) {
                                    [&](const Product& p) { return p.name == name; });
     if (!known) {
       return Error{indexed("cloudAccelerators", i) + ".product",
-                   "no product is named " + quote_text(name) + " (use a products[].name)"};
+                   "no product is named " + quote(name) + " (use a products[].name)"};
     }
   }
   return std::nullopt;

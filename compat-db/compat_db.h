@@ -16,8 +16,8 @@
 #include <string_view>
 #include <vector>
 
-#include "policy/expected.h"
-#include "policy/version.h"
+#include "types/expected.h"
+#include "types/version.h"
 
 namespace cudagate {
 

@@ -1,3 +1,5 @@
+// Parsing TORCH_CUDA_ARCH_LIST and CMake CUDA_ARCHITECTURES lists into ArchSets, and the
+// binary-compatibility rules that say whether their code runs on a compute capability.
 #include "policy/arch_list.h"
 
 #include <algorithm>
@@ -7,34 +9,10 @@
 #include <utility>
 
 #include "compat-db/compat_db.h"
+#include "types/quote.h"
 
 namespace cudagate {
 namespace {
-
-// Entries are quoted in errors; bytes that would garble a one-line message
-// are shown escaped, and a runaway entry is cut.
-std::string quoted(std::string_view text) {
-  static constexpr std::size_t kMax = 64;
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out = "\"";
-  for (std::size_t i = 0; i < text.size() && i < kMax; ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20 || c >= 0x7f) {
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 0xf];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  if (text.size() > kMax) out += "...";
-  out += '"';
-  return out;
-}
-
 bool is_digit(char c) {
   return c >= '0' && c <= '9';
 }
@@ -242,7 +220,7 @@ Expected<ArchSet> parse_torch_arch_list(std::string_view text, const CompatDb& d
     }
     const NamedArchitecture* named = db.architecture(entry);
     if (named == nullptr || !iequals(named->name, entry)) {
-      return Error{"", "unknown CUDA arch " + quoted(entry) +
+      return Error{"", "unknown CUDA arch " + quote(entry) +
                            " in TORCH_CUDA_ARCH_LIST: " + std::string(kTorchExpected)};
     }
     // A named generation expands to numeric entries only: names inside its
@@ -250,14 +228,14 @@ Expected<ArchSet> parse_torch_arch_list(std::string_view text, const CompatDb& d
     const std::vector<std::string_view> expansion = split_entries(named->arch_list);
     if (expansion.empty()) {
       return Error{
-          "", "named CUDA arch " + quoted(named->name) + " has an empty arch list in compat-db"};
+          "", "named CUDA arch " + quote(named->name) + " has an empty arch list in compat-db"};
     }
     for (std::string_view part : expansion) {
       auto t = parse_torch_numeric(part);
       if (!t) {
-        return Error{"", "named CUDA arch " + quoted(named->name) + " expands to " +
-                             quoted(named->arch_list) + " in compat-db, whose entry " +
-                             quoted(part) + " is not X.Y, X.Y+PTX or X.Ya"};
+        return Error{"", "named CUDA arch " + quote(named->name) + " expands to " +
+                             quote(named->arch_list) + " in compat-db, whose entry " + quote(part) +
+                             " is not X.Y, X.Y+PTX or X.Ya"};
       }
       targets.push_back(*t);
     }
@@ -281,7 +259,7 @@ Expected<ArchSet> parse_cmake_arch_list(std::string_view text, const CompatDb& d
     if (entry == "all" || entry == "all-major") {
       const bool major_only = entry == "all-major";
       if (!cuda) {
-        return Error{"", quoted(entry) +
+        return Error{"", quote(entry) +
                              " in CUDA_ARCHITECTURES depends on the CUDA release the image was "
                              "built with, which is unknown: declare the CUDA version "
                              "(cudagate.io/cuda-version) or the architectures "
@@ -291,7 +269,7 @@ Expected<ArchSet> parse_cmake_arch_list(std::string_view text, const CompatDb& d
       const std::vector<ComputeCapability>* list = nullptr;
       if (known != nullptr) list = major_only ? &known->all_major : &known->all;
       if (list == nullptr || list->empty()) {
-        return Error{"", quoted(entry) +
+        return Error{"", quote(entry) +
                              " in CUDA_ARCHITECTURES: compat-db does not know what "
                              "CUDA " +
                              cuda->str() +
@@ -311,10 +289,10 @@ Expected<ArchSet> parse_cmake_arch_list(std::string_view text, const CompatDb& d
                    "with the cudagate.io/arch-list annotation instead"};
     }
     if (iequals(entry, "OFF") || iequals(entry, "FALSE") || iequals(entry, "NO")) {
-      return Error{"", "CUDA_ARCHITECTURES is " + quoted(entry) +
+      return Error{"", "CUDA_ARCHITECTURES is " + quote(entry) +
                            ", which builds no GPU code: " + std::string(kCmakeExpected)};
     }
-    return Error{"", "unknown CUDA architecture " + quoted(entry) +
+    return Error{"", "unknown CUDA architecture " + quote(entry) +
                          " in CUDA_ARCHITECTURES: " + std::string(kCmakeExpected)};
   }
   return ArchSet(std::move(targets));

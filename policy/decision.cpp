@@ -1,3 +1,5 @@
+// The decision's words as records and logs spell them (verdicts, outcomes, metadata sources),
+// and the owned form of NodeNames, for node lists built by hand rather than by evaluate().
 #include "policy/decision.h"
 
 #include <algorithm>
@@ -5,28 +7,6 @@
 #include "policy/metadata.h"
 
 namespace cudagate {
-namespace {
-
-using nlohmann::json;
-
-// A value with its source; an unknown value is null, never "".
-json sourced(const SourcedValue& v) {
-  json out = json::object();
-  out["value"] = v.value.empty() ? json(nullptr) : json(v.value);
-  out["source"] = v.value.empty() ? std::string("unknown") : v.source;
-  return out;
-}
-
-template <class T>
-json optional_text(const std::optional<T>& v) {
-  return v ? json(v->str()) : json(nullptr);
-}
-
-json text_or_null(const std::string& v) {
-  return v.empty() ? json(nullptr) : json(v);
-}
-
-}  // namespace
 
 NodeNames::NodeNames(std::vector<std::string> names)
     : owned_(std::make_shared<const std::vector<std::string>>(std::move(names))) {
@@ -92,61 +72,6 @@ std::string_view to_string(Source source) {
       return "unknown";
   }
   return "unknown";
-}
-
-json to_json(const Decision& decision) {
-  json out = json::object();
-  out["apiVersion"] = "cudagate.io/v1alpha1";
-  out["kind"] = "Decision";
-  out["resource"] = json{{"apiVersion", decision.resource.api_version},
-                         {"kind", decision.resource.kind},
-                         {"namespace", decision.resource.namespace_},
-                         {"name", decision.resource.name}};
-  out["verdict"] = to_string(decision.verdict);
-  if (!decision.reason.empty()) out["reason"] = decision.reason;
-
-  json containers = json::array();
-  for (const ContainerDecision& c : decision.containers) {
-    json item = json::object();
-    item["name"] = c.name;
-    item["image"] = c.image;
-    item["gpu"] = c.gpu;
-    item["cuda"] = sourced(c.cuda);
-    item["archs"] = sourced(c.archs);
-    item["require"] = sourced(c.require);
-    item["minComputeCapability"] = sourced(c.min_cc);
-    containers.push_back(std::move(item));
-  }
-  out["containers"] = std::move(containers);
-  out["candidates"] = decision.candidates;
-  out["compatible"] = decision.compatible;
-
-  json groups = json::array();
-  for (const GroupDecision& g : decision.groups) {
-    json item = json::object();
-    item["count"] = g.count;
-    json nodes = json::array();
-    for (const std::string_view name : g.nodes) nodes.push_back(std::string(name));
-    item["nodes"] = std::move(nodes);
-    item["driver"] = g.facts.driver ? json(g.facts.driver->str()) : json(nullptr);
-    item["maxCuda"] = optional_text(g.facts.max_cuda);
-    item["computeCapability"] = optional_text(g.facts.cc);
-    item["product"] = text_or_null(g.facts.product);
-    item["family"] = text_or_null(g.facts.family);
-    item["compatible"] = g.outcome == Outcome::compatible;
-    item["outcome"] = to_string(g.outcome);
-    json findings = json::array();
-    for (const Finding& f : g.findings) {
-      json finding = json{
-          {"rule", f.rule}, {"container", f.container}, {"message", f.message}, {"fix", f.fix}};
-      if (f.unknown) finding["unknown"] = true;
-      findings.push_back(std::move(finding));
-    }
-    item["findings"] = std::move(findings);
-    groups.push_back(std::move(item));
-  }
-  out["groups"] = std::move(groups);
-  return out;
 }
 
 }  // namespace cudagate

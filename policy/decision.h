@@ -135,7 +135,4 @@ struct Decision {
   std::shared_ptr<const void> node_name_storage;
 };
 
-// The JSON decision record: {"apiVersion": "cudagate.io/v1alpha1", "kind": "Decision", ...}.
-[[nodiscard]] nlohmann::json to_json(const Decision& decision);
-
 }  // namespace cudagate

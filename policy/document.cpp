@@ -1,3 +1,5 @@
+// Reading JSON and YAML text into JSON values, YAML scalars typed as Kubernetes' go-yaml v2
+// decoder types them, and the field readers whose errors name the field path.
 #include "policy/document.h"
 
 #include <yaml-cpp/depthguard.h>
@@ -18,6 +20,9 @@
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "types/json_depth.h"
+#include "types/quote.h"
 
 namespace cudagate {
 namespace {
@@ -41,15 +46,6 @@ std::string place(std::string_view source, int line, int column = 0) {
   }
   return out;
 }
-
-std::string quote_text(std::string_view text) {
-  std::string out = "\"";
-  out.append(text.substr(0, 64));
-  if (text.size() > 64) out += "...";
-  out += '"';
-  return out;
-}
-
 bool valid_utf8(std::string_view s) {
   std::size_t i = 0;
   while (i < s.size()) {
@@ -275,7 +271,7 @@ class JsonBuilder : public YAML::EventHandler {
   void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
                 const std::string& value) override {
     spend(mark, value.size() + 1);
-    if (!valid_utf8(value)) fail(mark, "invalid UTF-8 in " + quote_text(value));
+    if (!valid_utf8(value)) fail(mark, "invalid UTF-8 in " + quote(value));
     json resolved;
     // yaml-cpp tags plain scalars "?" and quoted or block scalars "!".
     if (tag == "!" || tag == "tag:yaml.org,2002:str" || tag == "tag:yaml.org,2002:binary") {
@@ -284,8 +280,7 @@ class JsonBuilder : public YAML::EventHandler {
       Special special = Special::none;
       resolved = resolve_plain(value, special);
       if (special == Special::not_json) {
-        fail(mark,
-             quote_text(value) + " is not a number JSON can hold; quote it to keep it a string");
+        fail(mark, quote(value) + " is not a number JSON can hold; quote it to keep it a string");
       }
     }
     const bool merge = tag == "?" && value == "<<";
@@ -449,31 +444,8 @@ std::pair<int, int> line_column(std::string_view text, std::size_t offset) {
   return {line, column};
 }
 
-// The offset where JSON nesting first exceeds kMaxDepth, or npos.
-std::size_t too_deep_at(std::string_view text) {
-  int depth = 0;
-  bool in_string = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      if (++depth > kMaxDepth) return i;
-    } else if (c == '}' || c == ']') {
-      --depth;
-    }
-  }
-  return std::string_view::npos;
-}
-
 Expected<SourceDocuments> parse_json(std::string_view text, std::string_view source) {
-  if (const std::size_t at = too_deep_at(text); at != std::string_view::npos) {
+  if (const std::size_t at = json_too_deep_at(text, kMaxDepth); at != std::string_view::npos) {
     const auto [line, column] = line_column(text, at);
     return Error{place(source, line, column),
                  "nesting deeper than " + std::to_string(kMaxDepth) + " levels"};

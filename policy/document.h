@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "policy/expected.h"
+#include "types/expected.h"
 
 namespace cudagate {
 

@@ -1,3 +1,5 @@
+// evaluate(): one workload judged against the inventory's node groups, and the per-thread memo
+// that lets later decisions reuse metadata and judgements instead of redoing them.
 #include "policy/evaluate.h"
 
 #include <algorithm>

@@ -1,10 +1,17 @@
+// Parsing container image references with the container runtime's grammar and normalisation, so
+// that a reference cudagate accepts names the image the node would pull.
 #include "policy/image_ref.h"
 
 #include <algorithm>
 #include <string>
 
+#include "types/quote.h"
+
 namespace cudagate {
 namespace {
+
+// Requirements and image references run long; errors show more of them.
+constexpr std::size_t kQuotedBytes = 128;
 
 // Docker Hub's names as the runtime normalises them.
 constexpr std::string_view kDockerHub = "docker.io";
@@ -13,29 +20,6 @@ constexpr std::string_view kOfficialPrefix = "library/";
 constexpr std::string_view kDefaultTag = "latest";
 constexpr std::size_t kMaxTag = 128;
 constexpr std::size_t kMaxName = 255;
-
-std::string quoted(std::string_view text) {
-  static constexpr std::size_t kMax = 128;
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out = "\"";
-  for (std::size_t i = 0; i < text.size() && i < kMax; ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20 || c >= 0x7f) {
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 0xf];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  if (text.size() > kMax) out += "...";
-  out += '"';
-  return out;
-}
-
 bool is_lower_alnum(char c) {
   return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
 }
@@ -122,10 +106,11 @@ bool valid_registry(std::string_view domain) {
 // [\w][\w.-]{0,127}
 Expected<std::string> check_tag(std::string_view tag, std::string_view text) {
   if (tag.empty()) {
-    return Error{"", "image reference " + quoted(text) + " has an empty tag after ':'"};
+    return Error{"",
+                 "image reference " + quote(text, kQuotedBytes) + " has an empty tag after ':'"};
   }
   if (tag.size() > kMaxTag) {
-    return Error{"", "tag of image reference " + quoted(text) + " is " +
+    return Error{"", "tag of image reference " + quote(text, kQuotedBytes) + " is " +
                          std::to_string(tag.size()) + " characters long, more than the " +
                          std::to_string(kMaxTag) + " allowed"};
   }
@@ -133,7 +118,8 @@ Expected<std::string> check_tag(std::string_view tag, std::string_view text) {
                     return is_word(c) || c == '.' || c == '-';
                   });
   if (!ok) {
-    return Error{"", "invalid tag " + quoted(tag) + " in image reference " + quoted(text) +
+    return Error{"", "invalid tag " + quote(tag, kQuotedBytes) + " in image reference " +
+                         quote(text, kQuotedBytes) +
                          ": a tag is letters, digits, '_', '.' and '-', not starting with "
                          "'.' or '-'"};
   }
@@ -144,8 +130,8 @@ Expected<std::string> check_tag(std::string_view tag, std::string_view text) {
 // each with its fixed length of lower-case hex.
 Expected<std::string> check_digest(std::string_view digest, std::string_view text) {
   const auto bad = [&](const std::string& why) {
-    return Error{"", "invalid digest " + quoted(digest) + " in image reference " + quoted(text) +
-                         ": " + why};
+    return Error{"", "invalid digest " + quote(digest, kQuotedBytes) + " in image reference " +
+                         quote(text, kQuotedBytes) + ": " + why};
   };
   const std::size_t colon = digest.find(':');
   if (colon == std::string_view::npos) return bad("expected <algorithm>:<hex> such as sha256:...");
@@ -159,7 +145,7 @@ Expected<std::string> check_digest(std::string_view digest, std::string_view tex
   } else if (algorithm == "sha512") {
     want = 128;
   } else {
-    return bad("unsupported algorithm " + quoted(algorithm) +
+    return bad("unsupported algorithm " + quote(algorithm, kQuotedBytes) +
                ", expected sha256, sha384 or sha512");
   }
   if (hex.size() != want || !std::all_of(hex.begin(), hex.end(), is_lower_hex)) {
@@ -177,7 +163,7 @@ Expected<ImageRef> ImageRef::parse(std::string_view text) {
   if (text.empty()) return Error{"", "empty image reference"};
   // An image ID is not a name; the runtime refuses to read it as one.
   if (text.size() == 64 && std::all_of(text.begin(), text.end(), is_lower_hex)) {
-    return Error{"", "image reference " + quoted(text) +
+    return Error{"", "image reference " + quote(text, kQuotedBytes) +
                          " is a 64-character hexadecimal image ID, not a repository name"};
   }
 
@@ -201,7 +187,7 @@ Expected<ImageRef> ImageRef::parse(std::string_view text) {
     ref.tag = std::string(kDefaultTag);
   }
   if (name.empty()) {
-    return Error{"", "image reference " + quoted(text) + " has no repository name"};
+    return Error{"", "image reference " + quote(text, kQuotedBytes) + " has no repository name"};
   }
 
   // The first component names a registry only when it looks like a host:
@@ -214,8 +200,8 @@ Expected<ImageRef> ImageRef::parse(std::string_view text) {
                          first == "localhost" || std::any_of(first.begin(), first.end(), is_upper);
     if (is_host) {
       if (!valid_registry(first)) {
-        return Error{"", "invalid registry " + quoted(first) + " in image reference " +
-                             quoted(text) +
+        return Error{"", "invalid registry " + quote(first, kQuotedBytes) + " in image reference " +
+                             quote(text, kQuotedBytes) +
                              ": expected a host name or [IPv6] address with an "
                              "optional :port"};
       }
@@ -228,8 +214,8 @@ Expected<ImageRef> ImageRef::parse(std::string_view text) {
   }
 
   if (std::any_of(remote.begin(), remote.end(), is_upper)) {
-    return Error{"", "repository name " + quoted(remote) + " in image reference " + quoted(text) +
-                         " must be lower-case"};
+    return Error{"", "repository name " + quote(remote, kQuotedBytes) + " in image reference " +
+                         quote(text, kQuotedBytes) + " must be lower-case"};
   }
   std::size_t start = 0;
   while (true) {
@@ -237,12 +223,12 @@ Expected<ImageRef> ImageRef::parse(std::string_view text) {
     const std::string_view comp = remote.substr(
         start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
     if (comp.empty()) {
-      return Error{"", "image reference " + quoted(text) +
+      return Error{"", "image reference " + quote(text, kQuotedBytes) +
                            " has an empty path component (a leading, trailing or doubled '/')"};
     }
     if (!valid_path_component(comp)) {
-      return Error{"", "invalid path component " + quoted(comp) + " in image reference " +
-                           quoted(text) +
+      return Error{"", "invalid path component " + quote(comp, kQuotedBytes) +
+                           " in image reference " + quote(text, kQuotedBytes) +
                            ": expected lower-case letters and digits, separated by one '.', "
                            "one or two '_', or '-'"};
     }
@@ -256,8 +242,8 @@ Expected<ImageRef> ImageRef::parse(std::string_view text) {
     ref.repository.insert(0, kOfficialPrefix);
   }
   if (ref.name().size() > kMaxName) {
-    return Error{"", "repository name of image reference " + quoted(text) + " is longer than " +
-                         std::to_string(kMaxName) + " characters"};
+    return Error{"", "repository name of image reference " + quote(text, kQuotedBytes) +
+                         " is longer than " + std::to_string(kMaxName) + " characters"};
   }
   return ref;
 }

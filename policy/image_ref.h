@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "policy/expected.h"
+#include "types/expected.h"
 
 namespace cudagate {
 

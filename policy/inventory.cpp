@@ -1,3 +1,5 @@
+// Building the indexed node inventory (groups by GPU facts; label, taint and resource indexes)
+// and computing a pod's candidate nodes with the scheduler's matching rules.
 #include "policy/inventory.h"
 
 #include <algorithm>

@@ -2,7 +2,7 @@
 // A read-only view of a parsed JSON value, so that the code that maps
 // Kubernetes objects to facts is written once and runs over any parser:
 // nlohmann::json (files, YAML documents, the CLI) and the webhook's fast
-// parser (server/simd_json_view.h) alike, with the same field semantics and
+// parser (admission/simd_json_view.h) alike, with the same field semantics and
 // the same errors.
 //
 // A view type V is a small value (a pointer or two) that models JsonView:
@@ -41,7 +41,7 @@
 #include <vector>
 
 #include "policy/document.h"
-#include "policy/expected.h"
+#include "types/expected.h"
 
 namespace cudagate {
 

@@ -1,3 +1,5 @@
+// Resolving each GPU container's CUDA version, NVIDIA_REQUIRE_* and arch lists from their
+// sources in order of precedence, including inference from well-known image references.
 #include "policy/metadata.h"
 
 #include <algorithm>

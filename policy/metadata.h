@@ -19,11 +19,11 @@
 
 #include "compat-db/compat_db.h"
 #include "policy/arch_list.h"
-#include "policy/expected.h"
 #include "policy/pod.h"
 #include "policy/policy.h"
 #include "policy/requirement.h"
-#include "policy/version.h"
+#include "types/expected.h"
+#include "types/version.h"
 
 namespace cudagate {
 

@@ -1,3 +1,5 @@
+// Reading node lists (a Node, a NodeList or a List, JSON or YAML) into Nodes, and deriving each
+// node's GPU facts from its labels, label scheme by label scheme in order of precedence.
 #include "policy/node.h"
 
 #include <algorithm>
@@ -9,20 +11,12 @@
 #include "policy/json_view.h"
 #include "policy/node_reader.h"
 #include "policy/pod.h"
+#include "types/quote.h"
 
 namespace cudagate {
 namespace {
 
 using nlohmann::json;
-
-std::string quote_text(std::string_view text) {
-  std::string out = "\"";
-  out.append(text.substr(0, 64));
-  if (text.size() > 64) out += "...";
-  out += '"';
-  return out;
-}
-
 std::string join(std::string_view outer, std::string_view inner) {
   if (outer.empty()) return std::string(inner);
   if (inner.empty()) return std::string(outer);
@@ -36,11 +30,7 @@ bool ends_with_list(std::string_view kind) {
 }  // namespace
 
 const std::string* Node::label(std::string_view key) const {
-  const auto it =
-      std::lower_bound(labels.begin(), labels.end(), key,
-                       [](const auto& entry, std::string_view k) { return entry.first < k; });
-  if (it == labels.end() || it->first != key) return nullptr;
-  return &it->second;
+  return find_value(labels, key);
 }
 
 Expected<Node> node_from_json(const json& object, std::string_view where) {
@@ -62,7 +52,7 @@ Expected<std::vector<Node>> parse_nodes(std::string_view text, std::string_view 
     const auto [it, inserted] = seen.emplace(node->name, where);
     if (!inserted) {
       return Error{join(where, "metadata.name"),
-                   "node " + quote_text(node->name) + " appears twice (first in " +
+                   "node " + quote(node->name) + " appears twice (first in " +
                        (it->second.empty() ? std::string("the same list") : it->second) + ")"};
     }
     out.push_back(std::move(*node));
@@ -102,7 +92,7 @@ Expected<std::vector<Node>> parse_nodes(std::string_view text, std::string_view 
       }
     } else {
       return Error{join(where, "kind"),
-                   "expected a Node, a NodeList or a List, got " + quote_text(*kind)};
+                   "expected a Node, a NodeList or a List, got " + quote(*kind)};
     }
   }
   return out;

@@ -13,8 +13,9 @@
 #include <vector>
 
 #include "compat-db/compat_db.h"
-#include "policy/expected.h"
-#include "policy/version.h"
+#include "policy/key_values.h"
+#include "types/expected.h"
+#include "types/version.h"
 
 namespace cudagate {
 
@@ -28,7 +29,7 @@ struct Taint {
 // The parts of a Node object that scheduling and compatibility depend on.
 struct Node {
   std::string name;
-  std::vector<std::pair<std::string, std::string>> labels;  // sorted by key
+  KeyValues labels;  // sorted by key
   std::vector<Taint> taints;
   bool unschedulable = false;
   // status.allocatable entries that are extended resources ("nvidia.com/gpu": 8).

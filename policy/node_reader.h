@@ -18,10 +18,11 @@
 #include <utility>
 #include <vector>
 
-#include "policy/expected.h"
 #include "policy/json_view.h"
 #include "policy/node.h"
 #include "policy/workload_reader.h"
+#include "types/expected.h"
+#include "types/quote.h"
 
 namespace cudagate {
 namespace node_reader {
@@ -84,7 +85,7 @@ std::optional<Error> read_node_into(const V& object, Node& node) {
   auto kind = workload_reader::string_value(kind_v, "kind", root, false);
   if (!kind) return kind.error();
   if (!kind->empty() && *kind != "Node") {
-    return Error{"kind", "expected a Node, got " + workload_reader::quote_text(*kind)};
+    return Error{"kind", "expected a Node, got " + quote(*kind)};
   }
   auto metadata = workload_reader::object_value(metadata_v, "metadata", root);
   if (!metadata) return metadata.error();

@@ -1,3 +1,5 @@
+// The NodeSet bitset operations, with population counts compiled for CPUs with and without
+// POPCNT, since counting runs on every decision.
 #include "policy/node_set.h"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// Reading workloads from manifests (Pods and controllers' pod templates, in lists and
+// multi-document files), and Kubernetes resource quantities as whole counts.
 #include "policy/pod.h"
 
 #include <algorithm>
@@ -12,20 +14,12 @@
 #include "policy/document.h"
 #include "policy/json_view.h"
 #include "policy/workload_reader.h"
+#include "types/quote.h"
 
 namespace cudagate {
 namespace {
 
 using nlohmann::json;
-
-std::string quote_text(std::string_view text) {
-  std::string out = "\"";
-  out.append(text.substr(0, 64));
-  if (text.size() > 64) out += "...";
-  out += '"';
-  return out;
-}
-
 // --- Quantities ---
 
 bool is_digit(char c) {
@@ -33,7 +27,7 @@ bool is_digit(char c) {
 }
 
 Error not_a_count(std::string_view text) {
-  return Error{"", "expected an integer, got " + quote_text(text)};
+  return Error{"", "expected an integer, got " + quote(text)};
 }
 
 // Multiplies `value` by base^exp, reporting overflow.
@@ -122,7 +116,7 @@ Expected<std::int64_t> parse_count_text(std::string_view text) {
     digits.pop_back();
     ++exp10;
   }
-  if (digits.size() > 19) return Error{"", "quantity " + quote_text(text) + " is too large"};
+  if (digits.size() > 19) return Error{"", "quantity " + quote(text) + " is too large"};
   std::uint64_t value = std::stoull(digits);
   if (exp10 < 0) {
     // A whole number only if 10^-exp10 divides value * 2^exp2.
@@ -139,10 +133,10 @@ Expected<std::int64_t> parse_count_text(std::string_view text) {
     }
     exp10 = 0;
   }
-  if (negative) return Error{"", "must not be negative, got " + quote_text(text)};
+  if (negative) return Error{"", "must not be negative, got " + quote(text)};
   if (!scale(value, 10, exp10) || !scale(value, 2, exp2) ||
       value > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
-    return Error{"", "quantity " + quote_text(text) + " is too large"};
+    return Error{"", "quantity " + quote(text) + " is too large"};
   }
   return static_cast<std::int64_t>(value);
 }
@@ -171,11 +165,7 @@ Expected<std::int64_t> parse_count_quantity(const json& value) {
 }
 
 const std::string* Workload::annotation(std::string_view key) const {
-  const auto it =
-      std::lower_bound(annotations.begin(), annotations.end(), key,
-                       [](const auto& entry, std::string_view k) { return entry.first < k; });
-  if (it == annotations.end() || it->first != key) return nullptr;
-  return &it->second;
+  return find_value(annotations, key);
 }
 
 Expected<Workload> workload_from_json(const json& object, std::string_view where) {

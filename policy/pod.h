@@ -11,7 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "policy/expected.h"
+#include "policy/key_values.h"
+#include "types/expected.h"
 
 namespace cudagate {
 
@@ -70,7 +71,7 @@ struct ResourceRef {
 struct Workload {
   ResourceRef resource;
   // The pod's annotations: the template's, over the object's own.
-  std::vector<std::pair<std::string, std::string>> annotations;
+  KeyValues annotations;
   PodSpec spec;
   std::string spec_pointer;  // JSON pointer of the pod spec: "/spec", "/spec/template/spec"
 

@@ -1,3 +1,5 @@
+// Parsing the policy file (YAML or JSON) with errors naming the file, the line and the field,
+// and the glob matching and catalog lookup that policy entries use.
 #include "policy/policy.h"
 
 #include <yaml-cpp/depthguard.h>
@@ -19,22 +21,14 @@
 #include "compat-db/compat_db.h"
 #include "policy/image_ref.h"
 #include "policy/requirement.h"
-#include "policy/version.h"
+#include "types/quote.h"
+#include "types/version.h"
 
 namespace cudagate {
 namespace {
 
 constexpr std::string_view kApiVersion = "cudagate.io/v1alpha1";
 constexpr std::string_view kKind = "Policy";
-
-std::string quoted(std::string_view text) {
-  std::string out = "\"";
-  out.append(text.substr(0, 64));
-  if (text.size() > 64) out += "...";
-  out += '"';
-  return out;
-}
-
 // Go's time.ParseDuration restricted to the units a policy needs: one or
 // more <number><unit> with unit ms, s, m or h, the number possibly decimal
 // ("1.5s", "1h30m"). "0" alone is zero, as in Go.
@@ -249,7 +243,7 @@ class PolicyReader {
     std::string text;
     if (auto err = read_scalar(node, path, text)) return err;
     if (text != expected) {
-      return fail(node, path, "expected " + quoted(expected) + ", got " + quoted(text));
+      return fail(node, path, "expected " + quote(expected) + ", got " + quote(text));
     }
     return std::nullopt;
   }
@@ -271,7 +265,7 @@ class PolicyReader {
         return std::nullopt;
       }
     }
-    return fail(node, path, "expected one of " + names + ", got " + quoted(text));
+    return fail(node, path, "expected one of " + names + ", got " + quote(text));
   }
 
   std::optional<Error> read_action(const YAML::Node& node, const std::string& path,
@@ -296,7 +290,7 @@ class PolicyReader {
       }
     }
     if (node.IsScalar()) {
-      return fail(node, path, "expected true or false, got " + quoted(node.Scalar()));
+      return fail(node, path, "expected true or false, got " + quote(node.Scalar()));
     }
     return fail(node, path, "expected true or false");
   }
@@ -327,7 +321,7 @@ class PolicyReader {
     text = node.Scalar();
     const auto parsed = parse_duration(text);
     if (!parsed) {
-      return fail(node, path, "expected a duration like 2s, 500ms, 10m or 1h, got " + quoted(text));
+      return fail(node, path, "expected a duration like 2s, 500ms, 10m or 1h, got " + quote(text));
     }
     out = *parsed;
     return std::nullopt;
@@ -410,7 +404,7 @@ class PolicyReader {
             if (auto e = read_duration(value, field, d)) return e;
             if (d.count() <= 0) {
               return fail(value, field,
-                          "expected a positive duration, got " + quoted(value.Scalar()));
+                          "expected a positive duration, got " + quote(value.Scalar()));
             }
             out.timeout = d;
             return std::nullopt;
@@ -420,7 +414,7 @@ class PolicyReader {
             if (auto e = read_duration(value, field, d)) return e;
             if (d.count() % 1000 != 0) {
               return fail(value, field,
-                          "expected whole seconds like 30s or 10m, got " + quoted(value.Scalar()));
+                          "expected whole seconds like 30s or 10m, got " + quote(value.Scalar()));
             }
             out.cache_ttl = std::chrono::duration_cast<std::chrono::seconds>(d);
             return std::nullopt;
@@ -434,7 +428,7 @@ class PolicyReader {
             if (n == 0) {
               return fail(value, field,
                           "expected a positive integer below 1000000000" +
-                              (value.IsScalar() ? ", got " + quoted(text) : std::string()));
+                              (value.IsScalar() ? ", got " + quote(text) : std::string()));
             }
             out.max_cache_entries = n;
             return std::nullopt;
@@ -446,7 +440,7 @@ class PolicyReader {
             if (slash == std::string::npos || slash == 0 || slash + 1 == text.size() ||
                 std::count(text.begin(), text.end(), '/') > 2) {
               return fail(value, field,
-                          "expected os/arch[/variant] like linux/amd64, got " + quoted(text));
+                          "expected os/arch[/variant] like linux/amd64, got " + quote(text));
             }
             out.platform = text;
             return std::nullopt;

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "policy/arch_list.h"
-#include "policy/expected.h"
+#include "types/expected.h"
 
 namespace cudagate {
 

@@ -1,33 +1,18 @@
+// Parsing and evaluating NVIDIA_REQUIRE_* expressions as libnvidia-container does, so that
+// cudagate's verdict matches what the runtime would do on the node.
 #include "policy/requirement.h"
 
 #include <algorithm>
 #include <string>
 #include <utility>
 
+#include "types/quote.h"
+
 namespace cudagate {
 namespace {
 
-std::string quoted(std::string_view text) {
-  static constexpr std::size_t kMax = 128;
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out = "\"";
-  for (std::size_t i = 0; i < text.size() && i < kMax; ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20 || c >= 0x7f) {
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 0xf];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  if (text.size() > kMax) out += "...";
-  out += '"';
-  return out;
-}
+// Requirements and image references run long; errors show more of them.
+constexpr std::size_t kQuotedBytes = 128;
 
 char lower_ascii(char c) {
   return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
@@ -94,12 +79,12 @@ void trim_trailing_zeros(std::vector<int>& numbers) {
 Expected<std::vector<int>> parse_version_value(std::string_view value, std::string_view term) {
   if (!std::all_of(value.begin(), value.end(),
                    [](char c) { return (c >= '0' && c <= '9') || c == '.'; })) {
-    return Error{"", "version " + quoted(value) + " in term " + quoted(term) +
-                         " may only contain digits and dots"};
+    return Error{"", "version " + quote(value, kQuotedBytes) + " in term " +
+                         quote(term, kQuotedBytes) + " may only contain digits and dots"};
   }
   if (value.front() == '.') {
-    return Error{
-        "", "version " + quoted(value) + " in term " + quoted(term) + " must start with a digit"};
+    return Error{"", "version " + quote(value, kQuotedBytes) + " in term " +
+                         quote(term, kQuotedBytes) + " must start with a digit"};
   }
   std::vector<int> numbers;
   std::size_t i = 0;
@@ -109,8 +94,8 @@ Expected<std::vector<int>> parse_version_value(std::string_view value, std::stri
     int digits = 0;
     for (; i < value.size() && value[i] != '.'; ++i, ++digits) {
       if (digits == 9) {
-        return Error{"", "version " + quoted(value) + " in term " + quoted(term) +
-                             " has a part too large to compare"};
+        return Error{"", "version " + quote(value, kQuotedBytes) + " in term " +
+                             quote(term, kQuotedBytes) + " has a part too large to compare"};
       }
       n = n * 10 + (value[i] - '0');
     }
@@ -124,12 +109,12 @@ Expected<std::vector<int>> parse_version_value(std::string_view value, std::stri
 Expected<RequireTerm> parse_term(std::string_view term) {
   const std::size_t op_begin = term.find_first_of(kOperatorChars);
   if (op_begin == std::string_view::npos) {
-    return Error{"", "term " + quoted(term) +
+    return Error{"", "term " + quote(term, kQuotedBytes) +
                          " has no operator: expected <key><op><value>, op one of =, !=, <, <=, "
                          ">, >="};
   }
   if (op_begin == 0) {
-    return Error{"", "term " + quoted(term) +
+    return Error{"", "term " + quote(term, kQuotedBytes) +
                          " has no key: expected one of cuda, driver, arch, brand before the "
                          "operator"};
   }
@@ -141,16 +126,16 @@ Expected<RequireTerm> parse_term(std::string_view term) {
 
   const std::optional<RequireKey> key = match_key(key_text);
   if (!key) {
-    return Error{"", "unknown key " + quoted(key_text) + " in term " + quoted(term) +
-                         ": expected cuda, driver, arch or brand"};
+    return Error{"", "unknown key " + quote(key_text, kQuotedBytes) + " in term " +
+                         quote(term, kQuotedBytes) + ": expected cuda, driver, arch or brand"};
   }
   const std::optional<RequireOp> op = match_operator(op_text);
   if (!op) {
-    return Error{"", "unknown operator " + quoted(op_text) + " in term " + quoted(term) +
-                         ": expected =, !=, <, <=, > or >="};
+    return Error{"", "unknown operator " + quote(op_text, kQuotedBytes) + " in term " +
+                         quote(term, kQuotedBytes) + ": expected =, !=, <, <=, > or >="};
   }
   if (value.empty()) {
-    return Error{"", "term " + quoted(term) + " has no value after the operator"};
+    return Error{"", "term " + quote(term, kQuotedBytes) + " has no value after the operator"};
   }
 
   RequireTerm out;
@@ -158,7 +143,8 @@ Expected<RequireTerm> parse_term(std::string_view term) {
   out.op = *op;
   if (*key == RequireKey::brand) {
     if (*op != RequireOp::eq && *op != RequireOp::ne) {
-      return Error{"", "brand in term " + quoted(term) + " can only be compared with = or !="};
+      return Error{
+          "", "brand in term " + quote(term, kQuotedBytes) + " can only be compared with = or !="};
     }
     out.value = lower(value);
     return out;

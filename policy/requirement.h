@@ -22,8 +22,8 @@
 #include <string_view>
 #include <vector>
 
-#include "policy/expected.h"
-#include "policy/version.h"
+#include "types/expected.h"
+#include "types/version.h"
 
 namespace cudagate {
 

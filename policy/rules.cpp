@@ -1,3 +1,5 @@
+// The cuda-driver, gpu-arch and gpu-feature rules for one container on one node group, each
+// finding worded with what is needed, what the nodes have and the fix.
 #include "policy/rules.h"
 
 #include <algorithm>

@@ -20,9 +20,10 @@
 #include <utility>
 #include <vector>
 
-#include "policy/expected.h"
 #include "policy/json_view.h"
 #include "policy/pod.h"
+#include "types/expected.h"
+#include "types/quote.h"
 
 namespace cudagate {
 
@@ -77,15 +78,6 @@ class Path {
   std::size_t index_ = 0;
   bool is_index_ = false;
 };
-
-inline std::string quote_text(std::string_view text) {
-  std::string out = "\"";
-  out.append(text.substr(0, 64));
-  if (text.size() > 64) out += "...";
-  out += '"';
-  return out;
-}
-
 template <JsonView V>
 Error type_mismatch(const Path& path, std::string_view expected, const V& got) {
   return Error{path.str(), view_type_error(expected, got)};
@@ -553,7 +545,7 @@ Expected<Workload> read_workload(const V& object, std::string_view where,
     return fail(Error{"kind",
                       "expected a Pod, Deployment, ReplicaSet, StatefulSet, DaemonSet, Job or "
                       "CronJob, got " +
-                          quote_text(w.resource.kind)});
+                          quote(w.resource.kind)});
   }
   w.spec_pointer = std::string(layout->pointer);
 

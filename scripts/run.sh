@@ -23,6 +23,6 @@ cudagate: serving https://${listen} (Ctrl-C to stop). Try, from another terminal
        --data @examples/reviews/cuda-12.4-pod.json https://${listen}/validate
 
 MSG
-exec build/release/server/cudagate serve --listen "$listen" \
+exec build/release/cudagate serve --listen "$listen" \
   --tls-cert "$certs/server.crt" --tls-key "$certs/server.key" \
   --config examples/policy.yaml --nodes examples/nodes.yaml "$@"

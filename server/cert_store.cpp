@@ -1,3 +1,5 @@
+// Loading the TLS identity from PEM files into a fresh OpenSSL context with the webhook's TLS
+// settings, and swapping it in on reload only when the new files are good.
 #include "server/cert_store.h"
 
 #include <openssl/bn.h>

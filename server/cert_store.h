@@ -24,7 +24,7 @@
 #include <optional>
 #include <string>
 
-#include "policy/expected.h"
+#include "types/expected.h"
 
 namespace cudagate {
 

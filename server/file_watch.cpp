@@ -1,3 +1,5 @@
+// FileWatch's polling: each watched group's files are stat()ed on a timer, and its callback runs
+// once a change has held still for one more poll, so that no half-written file is read.
 #include "server/file_watch.h"
 
 #include <sys/stat.h>

@@ -1,3 +1,5 @@
+// The Prometheus registry's lock-free sample updates and its text exposition, and the
+// webhook's own metric families (SPEC 8) with their names, labels and buckets.
 #include "server/metrics.h"
 
 #include <algorithm>

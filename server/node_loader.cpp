@@ -1,3 +1,5 @@
+// Reading a large JSON node list item by item with simdjson while a second thread indexes the
+// nodes, so that --nodes loads fast and the whole list is never held in memory.
 #include "server/node_loader.h"
 
 #include <simdjson.h>
@@ -20,10 +22,10 @@
 #include <utility>
 #include <vector>
 
+#include "admission/simd_json_view.h"
 #include "policy/node.h"
 #include "policy/node_reader.h"
-#include "server/cli_common.h"
-#include "server/simd_json_view.h"
+#include "server/input_files.h"
 
 namespace cudagate {
 namespace {
@@ -391,7 +393,7 @@ Expected<Inventory> load_inventory(const std::string& path, const CompatDb& db) 
     try {
       auto inventory = load_node_list_streaming(path, db);
       out.emplace(inventory ? Expected<Inventory>(std::move(*inventory))
-                            : cli::load_inventory_file(path, db));
+                            : load_inventory_file(path, db));
     } catch (...) {
       failure = std::current_exception();
     }

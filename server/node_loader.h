@@ -8,15 +8,15 @@
 // second thread while the next ones are read, so the list never sits in
 // memory whole, as text or as a document. Anything else (YAML,
 // a single Node, a shape this reader does not take, any error) is read by
-// cli::load_inventory_file, which reads the whole file and gives the errors:
+// load_inventory_file, which reads the whole file and gives the errors:
 // the result, or the error, is the same either way.
 
 #include <optional>
 #include <string>
 
 #include "compat-db/compat_db.h"
-#include "policy/expected.h"
 #include "policy/inventory.h"
+#include "types/expected.h"
 
 namespace cudagate {
 
@@ -26,7 +26,7 @@ namespace cudagate {
 [[nodiscard]] std::optional<Inventory> load_node_list_streaming(const std::string& path,
                                                                 const CompatDb& db);
 
-// load_node_list_streaming, else cli::load_inventory_file; then the memory
+// load_node_list_streaming, else load_inventory_file; then the memory
 // the reading freed is returned (release_free_memory).
 Expected<Inventory> load_inventory(const std::string& path, const CompatDb& db);
 

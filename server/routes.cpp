@@ -1,3 +1,5 @@
+// The webhook's HTTP endpoints: each request dispatched by method and path, admissions judged
+// against one state snapshot, counted in the metrics and logged as one line.
 #include "server/routes.h"
 
 #include <spdlog/spdlog.h>
@@ -10,9 +12,9 @@
 #include <string>
 #include <string_view>
 
-#include "server/admission.h"
-#include "server/admission_response.h"
-#include "server/json_write.h"
+#include "admission/admission.h"
+#include "admission/admission_response.h"
+#include "admission/json_write.h"
 
 namespace cudagate {
 namespace {

@@ -1,18 +1,42 @@
 #pragma once
-// The `cudagate serve` subcommand: the HTTPS admission webhook (SPEC 5).
+// The HTTPS admission webhook as a whole (SPEC 5): loads the compatibility
+// matrix, the policy, the node inventory and the TLS certificate, serves
+// until SIGTERM or SIGINT, reloads the files when they change, and drains
+// in-flight requests within the shutdown grace before it returns.
 //
-// add_serve_command() registers the subcommand, its flags and its callback on
-// `app`. The callback loads the compatibility matrix, the policy, the node
-// inventory and the TLS certificate, serves until SIGTERM or SIGINT, drains
-// in-flight requests within --shutdown-grace and returns normally (exit 0).
-// A startup failure (unreadable or invalid file, bad flag value, address in
-// use) is logged with the file and field it concerns and raised as
-// CLI::RuntimeError(2), which CLI::App::exit() turns into exit status 2.
+// The command line (cli/serve.cpp) turns flags into ServeSettings; serve()
+// does the rest. It sets the logger's flush scheduler while it runs, so the
+// logger (server/logging.h) must be set up before it is called.
 
-#include <CLI/CLI.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "server/cert_store.h"
+#include "server/tls_server.h"
+#include "types/expected.h"
 
 namespace cudagate {
 
-void add_serve_command(CLI::App& app);
+struct ServeSettings {
+  std::string config_path;     // the policy file; empty: the defaults
+  std::string nodes_path;      // the node inventory file; required
+  std::string compat_db_path;  // empty: the embedded matrix
+  TlsFiles tls;
+  boost::asio::ip::tcp::endpoint endpoint;
+  unsigned threads = 1;  // I/O threads, at least one
+  std::chrono::milliseconds shutdown_grace{10'000};
+  ServerLimits limits;
+};
+
+// Serves until a signal ends it, then returns nullopt. A start-up failure
+// (an unreadable or invalid file, an address in use) is returned as the
+// Error that names the file or flag, before anything is served.
+[[nodiscard]] std::optional<Error> serve(const ServeSettings& settings);
+
+// "0.0.0.0:8443", "[::1]:8443", ":8443" (every IPv4 address); the Error
+// names --listen.
+[[nodiscard]] Expected<boost::asio::ip::tcp::endpoint> parse_listen(const std::string& text);
 
 }  // namespace cudagate

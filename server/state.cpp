@@ -1,3 +1,5 @@
+// Publishing a new policy or inventory as a fresh snapshot with one pointer swap, so that
+// requests in flight keep the facts they started with.
 #include "server/state.h"
 
 #include <utility>

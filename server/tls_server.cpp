@@ -1,3 +1,5 @@
+// The HTTPS listener and its per-connection sessions: TLS handshake, HTTP/1.1 reads and writes
+// with a timeout per phase, size and connection limits, and a draining shutdown.
 #include "server/tls_server.h"
 
 #include <openssl/err.h>

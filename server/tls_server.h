@@ -43,10 +43,10 @@
 #include <optional>
 #include <string_view>
 
-#include "policy/expected.h"
 #include "server/cert_store.h"
 #include "server/metrics.h"
 #include "server/padded_body.h"
+#include "types/expected.h"
 
 namespace cudagate {
 

@@ -1,3 +1,5 @@
+// The compatibility matrix: the embedded data's consistency, every lookup, and the loader's
+// merging of files and refusal of bad input with errors naming the place.
 #include "compat-db/compat_db.h"
 
 #include <gmock/gmock.h>

@@ -8,7 +8,7 @@ section 8), applies every patch with python3-jsonpatch and submits the
 patched object again. Candidate nodes are recomputed here, independently of
 cudagate, with Kubernetes' scheduling semantics.
 
-    python3 admission_test.py --binary build/server/cudagate --source .
+    python3 admission_test.py --binary build/release/cudagate --source .
 """
 
 import argparse

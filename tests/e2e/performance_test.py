@@ -8,7 +8,7 @@
 - TLS sessions are resumed (TLS 1.2 session cache, TLS 1.3 tickets), and
   one keep-alive connection carries many requests.
 
-    python3 performance_test.py --binary build/dev/server/cudagate --source .
+    python3 performance_test.py --binary build/dev/cudagate --source .
 
 The last line printed is "N passed, M failed"; the exit status is non-zero
 when a test fails.

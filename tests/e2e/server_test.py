@@ -6,7 +6,7 @@ certificates made by certs/dev-certs.sh, polls /readyz until it answers, and
 stops the server with SIGTERM at the end (checking that it exits 0). Clients
 are Python's ssl/http.client/socket and curl.
 
-    python3 server_test.py --binary build/dev/server/cudagate --source .
+    python3 server_test.py --binary build/dev/cudagate --source .
 
 The last line printed is "N passed, M failed"; the exit status is non-zero
 when a test fails.

@@ -11,11 +11,11 @@
 #include <utility>
 #include <vector>
 
+#include "admission/admission.h"
 #include "compat-db/compat_db.h"
 #include "policy/inventory.h"
 #include "policy/node.h"
 #include "policy/policy.h"
-#include "server/admission.h"
 
 namespace {
 

@@ -12,10 +12,10 @@
 #include <string>
 #include <string_view>
 
-#include "server/admission_review.h"
-#include "server/padded_body.h"
-#include "server/review_text.h"
-#include "server/simd_json_view.h"
+#include "admission/admission_review.h"
+#include "admission/padded_text.h"
+#include "admission/review_text.h"
+#include "admission/simd_json_view.h"
 
 using nlohmann::json;
 

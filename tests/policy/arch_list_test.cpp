@@ -1,3 +1,5 @@
+// Arch lists: the PyTorch and CMake forms accepted or refused naming the entry, named
+// generations expanded through the matrix, and whether the code runs on a given GPU.
 #include "policy/arch_list.h"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,5 @@
+// Reading JSON and YAML documents: scalars typed as Kubernetes types them, anchors and merge
+// keys, errors naming the source and the line, and the field readers' errors.
 #include "policy/document.h"
 
 #include <gtest/gtest.h>

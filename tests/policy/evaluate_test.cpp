@@ -1,3 +1,5 @@
+// evaluate() against fleets: the driver table row by row, arch lists, unknown nodes and images,
+// candidates, skips, annotations, and the memo giving the decisions made without it.
 #include "policy/evaluate.h"
 
 #include <gmock/gmock.h>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "compat-db/compat_db.h"
+#include "report/decision_record.h"
 
 namespace cudagate {
 namespace {

@@ -1,3 +1,5 @@
+// Image references normalised as the container runtime does, and malformed ones refused with
+// an error that names the problem.
 #include "policy/image_ref.h"
 
 #include <gtest/gtest.h>

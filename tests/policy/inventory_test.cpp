@@ -1,3 +1,5 @@
+// The node inventory: candidate nodes by taints, selectors, affinity, fields and resources as
+// the scheduler matches them, and nodes grouped and counted by their GPU facts.
 #include "policy/inventory.h"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,5 @@
+// Resolving container metadata: the precedence of annotations, flags, pod env, catalog,
+// registry and inference, and which bad values are errors and which leave values unknown.
 #include "policy/metadata.h"
 
 #include <gmock/gmock.h>

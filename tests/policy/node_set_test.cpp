@@ -1,3 +1,5 @@
+// NodeSet: full and empty sets at word boundaries, membership, set algebra, ranges, iteration
+// that stops when asked, and reuse of its storage.
 #include "policy/node_set.h"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,5 @@
+// Reading nodes from every input shape, with errors naming the source, the item and the field,
+// and the GPU facts derived from each label scheme and for the fixtures.
 #include "policy/node.h"
 
 #include <gtest/gtest.h>

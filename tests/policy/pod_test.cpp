@@ -1,3 +1,5 @@
+// Reading workloads: Pods and every controller's template, lists and multi-document files,
+// scheduling fields, resource quantities, and errors naming the document and the field.
 #include "policy/pod.h"
 
 #include <gtest/gtest.h>

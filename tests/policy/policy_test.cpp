@@ -1,3 +1,5 @@
+// The policy file: defaults, every field and value, errors naming the file, the line and the
+// field, glob matching and catalog lookups.
 #include "policy/policy.h"
 
 #include <gmock/gmock.h>

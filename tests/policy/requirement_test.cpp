@@ -1,3 +1,5 @@
+// NVIDIA_REQUIRE_* parsing and evaluation, held to what libnvidia-container does with the same
+// operators, versions and alternatives.
 #include "policy/requirement.h"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,5 @@
+// TLS identities from certs/dev-certs.sh: good and bad PEM files, errors naming the file, and
+// a reload that keeps the current identity when the new files are refused.
 #include "server/cert_store.h"
 
 #include <gtest/gtest.h>

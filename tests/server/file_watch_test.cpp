@@ -1,3 +1,5 @@
+// FileWatch on real files: an edit, a rename over the file, a removal and a re-creation are
+// each reported once; nothing is reported without a change or after stop().
 #include "server/file_watch.h"
 
 #include <gtest/gtest.h>

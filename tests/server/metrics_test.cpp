@@ -1,3 +1,5 @@
+// The metrics exposition: the text format, concurrent updates all counted, the webhook's
+// metric names, and output that promtool accepts.
 #include "server/metrics.h"
 
 #include <gtest/gtest.h>

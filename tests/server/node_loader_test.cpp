@@ -1,6 +1,6 @@
 // The streaming node list reader against the ordinary one: the same
 // inventory for every list it takes, and for everything else it declines,
-// so that load_inventory() gives exactly cli::load_inventory_file()'s result
+// so that load_inventory() gives exactly load_inventory_file()'s result
 // or error.
 #include "server/node_loader.h"
 
@@ -15,13 +15,13 @@
 #include <string>
 #include <vector>
 
-#include "server/cli_common.h"
-#include "tests/server/support.h"
+#include "server/input_files.h"
+#include "tests/support/fixtures.h"
 
 namespace cudagate {
 namespace {
 
-using server_tests::db;
+using test_support::db;
 
 using nlohmann::json;
 
@@ -140,7 +140,7 @@ TEST(NodeLoader, ReadsListsAsTheOrdinaryReaderDoes) {
     const TempFile file(text);
     const auto fast = load_node_list_streaming(file.path(), db());
     ASSERT_TRUE(fast) << text.substr(0, 200);
-    const auto reference = cli::load_inventory_file(file.path(), db());
+    const auto reference = load_inventory_file(file.path(), db());
     ASSERT_TRUE(reference) << reference.error().str();
     EXPECT_EQ(describe(*fast), describe(*reference)) << text.substr(0, 200);
     EXPECT_EQ(outcome_of(load_inventory(file.path(), db())), outcome_of(reference));
@@ -186,7 +186,7 @@ TEST(NodeLoader, DeclinesWhatItDoesNotTake) {
     const TempFile file(text);
     EXPECT_FALSE(load_node_list_streaming(file.path(), db())) << text.substr(0, 120);
     EXPECT_EQ(outcome_of(load_inventory(file.path(), db())),
-              outcome_of(cli::load_inventory_file(file.path(), db())))
+              outcome_of(load_inventory_file(file.path(), db())))
         << text.substr(0, 120);
   }
   // Depth: 2 + 1 + 509 levels is the ordinary reader's limit, 512; one
@@ -194,10 +194,10 @@ TEST(NodeLoader, DeclinesWhatItDoesNotTake) {
   const TempFile deep(R"({"items":[{"metadata":{"name":"a"},"deep":)" + std::string(509, '[') +
                       std::string(509, ']') + "}]}");
   EXPECT_TRUE(load_node_list_streaming(deep.path(), db()));
-  EXPECT_TRUE(cli::load_inventory_file(deep.path(), db()));
+  EXPECT_TRUE(load_inventory_file(deep.path(), db()));
   EXPECT_FALSE(load_node_list_streaming("/nonexistent/nodes.json", db()));
   EXPECT_EQ(outcome_of(load_inventory("/nonexistent/nodes.json", db())),
-            outcome_of(cli::load_inventory_file("/nonexistent/nodes.json", db())));
+            outcome_of(load_inventory_file("/nonexistent/nodes.json", db())));
 }
 
 // Long lists, read and indexed side by side in batches, with a fault far
@@ -224,7 +224,7 @@ TEST(NodeLoader, DeclinesLongListsWithAFaultAnywhere) {
   for (const std::string& text : texts) {
     const TempFile file(text);
     EXPECT_FALSE(load_node_list_streaming(file.path(), db())) << text.substr(0, 120);
-    const std::string reference = outcome_of(cli::load_inventory_file(file.path(), db()));
+    const std::string reference = outcome_of(load_inventory_file(file.path(), db()));
     EXPECT_EQ(reference.rfind("error: ", 0), 0U) << reference.substr(0, 200);
     EXPECT_EQ(outcome_of(load_inventory(file.path(), db())), reference);
   }

@@ -14,10 +14,10 @@
 #include <string>
 #include <string_view>
 
-#include "server/admission_review.h"
-#include "server/review_text.h"
-#include "server/simd_json_view.h"
-#include "tests/server/support.h"
+#include "admission/admission_review.h"
+#include "admission/review_text.h"
+#include "admission/simd_json_view.h"
+#include "tests/support/fixtures.h"
 
 namespace cudagate {
 namespace {
@@ -165,7 +165,7 @@ TEST(PaddedBody, WrittenWithoutPadding) {
 TEST(PaddedBody, ReviewParsedInPlaceAsFromACopy) {
   for (const char* name : {"pod-cuda124.json", "deployment-arch80.json", "pod-bad-types.json"}) {
     SCOPED_TRACE(name);
-    const std::string text = server_tests::fixture(name);
+    const std::string text = test_support::fixture(name);
     const PaddedString held(text);
     ReviewTextParser copying(1024, kMaxReviewDepth);
     ReviewTextParser in_place(1024, kMaxReviewDepth);

@@ -1,3 +1,5 @@
+// The HTTP endpoints: answers by method, path and Content-Type, readiness, and which admissions
+// the metrics count (not the API server's dryRun ones; a bad body as an error).
 #include "server/routes.h"
 
 #include <gtest/gtest.h>

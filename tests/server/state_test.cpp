@@ -1,3 +1,5 @@
+// ServerState: a swap keeps the other parts and leaves old snapshots valid, readiness, and
+// concurrent readers that always see whole snapshots.
 #include "server/state.h"
 
 #include <gtest/gtest.h>

@@ -1,0 +1,428 @@
+// `cudagate check`: explain one image (or the workloads of a manifest)
+// against one node described by flags or against an inventory, for a person
+// at a terminal (SPEC 1). The answer is the decision record of SPEC 7.1,
+// printed as text or as JSON.
+
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
+#include <cstddef>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "policy/arch_list.h"
+#include "policy/decision.h"
+#include "policy/evaluate.h"
+#include "policy/image_ref.h"
+#include "report/decision_record.h"
+#include "types/version.h"
+
+namespace cudagate {
+namespace {
+
+struct CheckOptions {
+  cli::CommonOptions common;
+  std::string image;
+  std::string cuda;
+  std::string arch_list;
+  std::string min_cc;
+  std::string driver;
+  std::string gpu;
+  std::vector<std::string> files;  // -f, repeatable
+  std::string output = "text";
+};
+
+// The facts of the single node that --driver / --gpu describe.
+struct FlagNode {
+  std::optional<DriverVersion> driver;
+  const Product* product = nullptr;
+};
+
+constexpr std::string_view kFlagNodeName = "flag-node";
+constexpr std::size_t kTextNodeNames = 5;  // node names shown per group in text
+
+std::string gpu_resource_name(const Policy& policy) {
+  return policy.gpu_resources.empty() ? std::string("nvidia.com/gpu")
+                                      : policy.gpu_resources.front();
+}
+
+// Checks every flag value before anything is evaluated, so a typo is
+// reported as the flag it came from and not as a verdict.
+FlagValues validate_flags(const CheckOptions& options, const CompatDb& db) {
+  FlagValues flags;
+  if (!options.image.empty()) {
+    auto ref = ImageRef::parse(options.image);
+    if (!ref) cli::fail(ref.error().within("--image"));
+  }
+  if (!options.cuda.empty()) {
+    if (!CudaVersion::parse(options.cuda)) {
+      cli::fail(Error{"--cuda", "expected a CUDA version like 12.4 or 12.4.1, got " +
+                                    cli::quote(options.cuda)});
+    }
+    flags.cuda = options.cuda;
+  }
+  if (!options.arch_list.empty()) {
+    auto archs = parse_torch_arch_list(options.arch_list, db);
+    if (!archs) cli::fail(archs.error().within("--arch-list"));
+    flags.arch_list = options.arch_list;
+  }
+  if (!options.min_cc.empty()) {
+    if (!ComputeCapability::parse(options.min_cc)) {
+      cli::fail(Error{
+          "--min-compute-capability",
+          "expected a compute capability like 8.0 or 9.0, got " + cli::quote(options.min_cc)});
+    }
+    flags.min_cc = options.min_cc;
+  }
+  return flags;
+}
+
+FlagNode validate_node_flags(const CheckOptions& options, const CompatDb& db) {
+  FlagNode node;
+  if (!options.driver.empty()) {
+    auto driver = DriverVersion::parse(options.driver);
+    if (!driver) {
+      cli::fail(
+          Error{"--driver", "expected an NVIDIA driver version like 535.129.03 or 570.26, got " +
+                                cli::quote(options.driver)});
+    }
+    node.driver = *driver;
+  }
+  if (!options.gpu.empty()) {
+    node.product = db.product_by_name(options.gpu);
+    if (node.product == nullptr) node.product = db.product_by_gfd(options.gpu);
+    if (node.product == nullptr) {
+      std::string known;
+      const std::size_t shown = std::min<std::size_t>(db.products.size(), 10);
+      for (std::size_t i = 0; i < shown; ++i) {
+        if (i != 0) known += ", ";
+        known += db.products[i].name;
+      }
+      if (db.products.size() > shown) known += ", ...";
+      cli::fail(Error{"--gpu", "unknown GPU " + cli::quote(options.gpu) +
+                                   ": expected a product name such as " + known +
+                                   " (cudagate db show lists them all)"});
+    }
+  }
+  return node;
+}
+
+// One node carrying cudagate's own labels, offering one GPU.
+Inventory flag_inventory(const FlagNode& facts, const Policy& policy, const CompatDb& db) {
+  Node node;
+  node.name = std::string(kFlagNodeName);
+  if (facts.driver) node.labels.emplace_back("cudagate.io/driver-version", facts.driver->str());
+  if (facts.product != nullptr)
+    node.labels.emplace_back("cudagate.io/gpu-product", facts.product->name);
+  std::sort(node.labels.begin(), node.labels.end());
+  node.allocatable.emplace_back(gpu_resource_name(policy), 1);
+  std::vector<Node> nodes;
+  nodes.push_back(std::move(node));
+  return Inventory::build(std::move(nodes), db);
+}
+
+// The Pod that stands for --image: one container asking for one GPU. It
+// tolerates the GPU taint, as the ExtendedResourceToleration admission
+// plugin adds to every pod that requests an extended resource, so that a
+// fleet of tainted GPU nodes answers the question "which GPU nodes can run
+// this image".
+Workload flag_workload(const CheckOptions& options, const Policy& policy) {
+  Workload workload;
+  workload.resource = ResourceRef{"v1", "Pod", "default", "check"};
+  workload.spec_pointer = "/spec";
+  ContainerSpec container;
+  container.name = "main";
+  container.image = options.image;
+  const std::string resource = gpu_resource_name(policy);
+  container.resources.emplace_back(resource, 1);
+  workload.spec.containers.push_back(std::move(container));
+  workload.spec.tolerations.push_back(Toleration{resource, "Exists", "", ""});
+  return workload;
+}
+
+// ---------------------------------------------------------------- text output
+
+std::string resource_name(const ResourceRef& resource) {
+  std::string out = resource.kind + " ";
+  if (!resource.namespace_.empty()) out += resource.namespace_ + "/";
+  out += resource.name.empty() ? std::string("(unnamed)") : resource.name;
+  return out;
+}
+
+std::string verdict_word(Verdict verdict, const cli::Paint& paint) {
+  std::string word(to_string(verdict));
+  std::transform(word.begin(), word.end(), word.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  switch (verdict) {
+    case Verdict::pass:
+      return paint.green(word);
+    case Verdict::fail:
+      return paint.red(word);
+    case Verdict::skip:
+      return paint.dim(word);
+    case Verdict::partial:
+    case Verdict::unknown:
+    case Verdict::no_candidates:
+      return paint.yellow(word);
+  }
+  return word;
+}
+
+std::string outcome_word(Outcome outcome, const cli::Paint& paint) {
+  std::string word(to_string(outcome));
+  switch (outcome) {
+    case Outcome::compatible:
+      return paint.green(word);
+    case Outcome::incompatible:
+      return paint.red(word);
+    case Outcome::unknown:
+      return paint.yellow(word);
+  }
+  return word;
+}
+
+std::string headline(const Decision& decision, const cli::Paint& paint) {
+  std::string line = verdict_word(decision.verdict, paint) + "  " +
+                     paint.bold(resource_name(decision.resource)) + ": ";
+  switch (decision.verdict) {
+    case Verdict::skip:
+      return line + (decision.reason.empty() ? "not checked" : decision.reason);
+    case Verdict::no_candidates:
+      return line +
+             (decision.reason.empty() ? "no node of the inventory can take it" : decision.reason);
+    default:
+      break;
+  }
+  line += std::to_string(decision.compatible) + " of " + std::to_string(decision.candidates) +
+          " candidate nodes can run it";
+  std::size_t unknown = 0;
+  for (const auto& group : decision.groups) {
+    if (group.outcome == Outcome::unknown) unknown += group.count;
+  }
+  if (unknown != 0) line += ", " + std::to_string(unknown) + " unknown";
+  return line;
+}
+
+void print_value(std::ostream& out, std::string_view name, const SourcedValue& value,
+                 const cli::Paint& paint, bool summarise = false) {
+  out << "    " << name << std::string(name.size() < 9 ? 9 - name.size() : 1, ' ');
+  if (value.value.empty()) {
+    out << paint.dim("unknown") << '\n';
+    return;
+  }
+  out << (summarise ? cli::summarise_requirement(value.value) : value.value) << "  "
+      << paint.dim("(" + value.source + ")") << '\n';
+}
+
+std::string facts_line(const GpuFacts& facts) {
+  auto or_unknown = [](const std::string& s) { return s.empty() ? std::string("unknown") : s; };
+  return "driver " + (facts.driver ? facts.driver->str() : "unknown") + ", max CUDA " +
+         (facts.max_cuda ? facts.max_cuda->str() : "unknown") + ", compute capability " +
+         (facts.cc ? facts.cc->str() : "unknown") + ", product " + or_unknown(facts.product);
+}
+
+std::string node_list(const GroupDecision& group) {
+  std::string out = std::to_string(group.count) + (group.count == 1 ? " node" : " nodes");
+  if (group.nodes.empty()) return out;
+  out += ": ";
+  const std::size_t shown = std::min(group.nodes.size(), kTextNodeNames);
+  for (std::size_t i = 0; i < shown; ++i) {
+    out += i == 0 ? "" : ", ";
+    out += group.nodes[i];
+  }
+  if (group.count > shown) out += ", +" + std::to_string(group.count - shown) + " more";
+  return out;
+}
+
+void print_text(std::ostream& out, const Decision& decision, const cli::Paint& paint) {
+  out << headline(decision, paint) << '\n';
+  for (const auto& container : decision.containers) {
+    if (!container.gpu) continue;
+    out << '\n' << "  container " << paint.bold(container.name);
+    if (!container.image.empty()) out << "  " << container.image;
+    out << '\n';
+    print_value(out, "cuda", container.cuda, paint);
+    print_value(out, "archs", container.archs, paint);
+    print_value(out, "require", container.require, paint, /*summarise=*/true);
+    if (!container.min_cc.value.empty()) print_value(out, "min cc", container.min_cc, paint);
+  }
+  for (const auto& group : decision.groups) {
+    out << '\n'
+        << "  " << outcome_word(group.outcome, paint) << "  " << node_list(group) << '\n'
+        << "    " << facts_line(group.facts) << '\n';
+    for (const auto& finding : group.findings) {
+      out << "    " << (finding.unknown ? paint.yellow("? ") : paint.red("x ")) << "["
+          << finding.rule << "] " << finding.container << ": " << finding.message << '\n';
+      if (!finding.fix.empty()) out << "      " << paint.bold("fix:") << ' ' << finding.fix << '\n';
+    }
+  }
+  if (decision.unknown_image) {
+    out << '\n'
+        << "  note: nothing is known about the image's CUDA version or architectures; pass "
+           "--cuda and --arch-list, or annotate the pod with cudagate.io/cuda-version and "
+           "cudagate.io/arch-list\n";
+  }
+  if (decision.unknown_node) {
+    out << '\n'
+        << "  note: some candidate GPU nodes have no known driver version; run GPU Feature "
+           "Discovery or label them cudagate.io/driver-version\n";
+  }
+}
+
+void print_summary(std::ostream& out, const std::vector<Decision>& decisions) {
+  std::map<Verdict, std::size_t> counts;
+  for (const auto& d : decisions) ++counts[d.verdict];
+  out << '\n' << decisions.size() << " workloads:";
+  bool first = true;
+  for (const auto& [verdict, count] : counts) {
+    out << (first ? " " : ", ") << count << ' ' << to_string(verdict);
+    first = false;
+  }
+  out << '\n';
+}
+
+// ------------------------------------------------------------------- command
+
+void run_check(const CheckOptions& options) {
+  cli::setup_logging(options.common);
+  const CompatDb db = cli::value_or_fail(cli::load_compat_db_option(options.common));
+
+  const bool node_flags = !options.driver.empty() || !options.gpu.empty();
+  if (node_flags && !options.common.nodes.empty()) {
+    cli::fail(
+        Error{"--nodes", "cannot be combined with --driver or --gpu, which describe one node"});
+  }
+  if (!node_flags && options.common.nodes.empty()) {
+    cli::fail(Error{"--nodes",
+                    "required: give an inventory with --nodes FILE, or one node with "
+                    "--driver and/or --gpu"});
+  }
+  if (!options.files.empty() && !options.image.empty()) {
+    cli::fail(Error{"--image", "cannot be combined with -f, whose workloads name their images"});
+  }
+  if (options.files.empty() && options.image.empty() && options.cuda.empty() &&
+      options.arch_list.empty() && options.min_cc.empty()) {
+    cli::fail(Error{"", "nothing to check: give --image, --cuda, --arch-list or -f FILE"});
+  }
+  const auto stdin_readers = std::count(options.files.begin(), options.files.end(), "-") +
+                             (options.common.nodes == "-" ? 1 : 0);
+  if (stdin_readers > 1) {
+    cli::fail(Error{"-f", "stdin (\"-\") can be read only once, by one -f or by --nodes"});
+  }
+  const FlagValues flags = validate_flags(options, db);
+  const FlagNode node = validate_node_flags(options, db);
+  const Policy policy = cli::value_or_fail(cli::load_policy_option(options.common, db));
+
+  const Inventory inventory =
+      node_flags ? flag_inventory(node, policy, db)
+                 : cli::value_or_fail(load_inventory_file(options.common.nodes, db));
+  // Each workload with the name of the file it came from ("" for --image).
+  std::vector<std::pair<Workload, std::string>> workloads;
+  if (options.files.empty()) workloads.emplace_back(flag_workload(options, policy), "");
+  for (const auto& file : options.files) {
+    for (auto& w : cli::value_or_fail(load_workloads_file(file))) {
+      workloads.emplace_back(std::move(w), display_name(file));
+    }
+  }
+
+  const bool any_flag = flags.cuda || flags.arch_list || flags.min_cc;
+  const EvaluationInputs inputs{nullptr, any_flag ? &flags : nullptr};
+  std::vector<Decision> decisions;
+  decisions.reserve(workloads.size());
+  for (const auto& [workload, file] : workloads) {
+    auto decision = evaluate(workload, inventory, policy, db, inputs);
+    if (!decision) {
+      std::string where = file;
+      if (!where.empty()) where += ": ";
+      where += resource_name(workload.resource);
+      cli::fail(decision.error().within(where));
+    }
+    spdlog::debug("{}: {} ({} of {} candidate nodes compatible)", resource_name(workload.resource),
+                  to_string(decision->verdict), decision->compatible, decision->candidates);
+    decisions.push_back(std::move(decision).value());
+  }
+
+  if (options.output == "json") {
+    nlohmann::json out;
+    if (decisions.size() == 1) {
+      out = to_json(decisions.front());
+    } else {
+      out = nlohmann::json::array();
+      for (const auto& d : decisions) out.push_back(to_json(d));
+    }
+    std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+  } else {
+    const cli::Paint paint(cli::stdout_wants_colour());
+    for (std::size_t i = 0; i < decisions.size(); ++i) {
+      if (i != 0) std::cout << '\n';
+      print_text(std::cout, decisions[i], paint);
+    }
+    if (decisions.size() > 1) print_summary(std::cout, decisions);
+  }
+  std::cout.flush();
+
+  const bool failed = std::any_of(decisions.begin(), decisions.end(), [](const Decision& d) {
+    return d.verdict != Verdict::pass && d.verdict != Verdict::skip;
+  });
+  cli::exit_with(failed ? cli::kExitFindings : cli::kExitOk);
+}
+
+}  // namespace
+
+void add_check_command(CLI::App& app) {
+  auto options = std::make_shared<CheckOptions>();
+  CLI::App* check = app.add_subcommand(
+      "check",
+      "Explain whether an image or the workloads of a manifest can run on a node or an inventory");
+  check->footer(
+      "Exit status: 0 pass or skip, 1 any other verdict, 2 bad usage or unreadable input.\n"
+      "\n"
+      "Examples:\n"
+      "  cudagate check --image nvcr.io/nvidia/pytorch:24.01-py3 --driver 535.129.03 --gpu T4\n"
+      "  cudagate check --cuda 12.4 --arch-list \"8.0;9.0\" --nodes nodes.json\n"
+      "  cudagate check -f pod.yaml --nodes nodes.json");
+  check->add_option("--image", options->image,
+                    "Image to check, as the only container of a Pod asking for one GPU");
+  check->add_option("--cuda", options->cuda, "CUDA runtime version of the image (e.g. 12.4)")
+      ->type_name("VERSION");
+  check
+      ->add_option("--arch-list", options->arch_list,
+                   "Architectures the image was compiled for, TORCH_CUDA_ARCH_LIST syntax "
+                   "(e.g. \"8.0;9.0+PTX\")")
+      ->type_name("LIST");
+  check
+      ->add_option("--min-compute-capability", options->min_cc,
+                   "Lowest compute capability the workload needs (e.g. 8.0 for BF16)")
+      ->type_name("CC");
+  check
+      ->add_option("--driver", options->driver,
+                   "Driver version of the one node to check against (e.g. 535.129.03)")
+      ->type_name("VERSION");
+  check
+      ->add_option("--gpu", options->gpu,
+                   "GPU product of the one node to check against (e.g. T4, A100, H100)")
+      ->type_name("PRODUCT");
+  check
+      ->add_option("-f,--filename", options->files,
+                   "Manifest (YAML or JSON, '-' for stdin; repeatable): every workload in it is "
+                   "checked")
+      ->type_name("FILE");
+  check->add_option("-o,--output", options->output, "Output format")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  cli::add_common_options(*check, options->common);
+  check->callback([options] { run_check(*options); });
+}
+
+}  // namespace cudagate

@@ -1,0 +1,169 @@
+// The `cudagate serve` subcommand: its flags, checked and turned into the
+// settings of the webhook (server/serve.h), which does the serving.
+#include "server/serve.h"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+
+namespace cudagate {
+namespace {
+
+using std::chrono::milliseconds;
+
+struct ServeOptions {
+  cli::CommonOptions common;
+  std::string listen = "0.0.0.0:8443";
+  std::string tls_cert;
+  std::string tls_key;
+  std::string client_ca;
+  unsigned threads = 0;  // 0: one per core
+  std::string shutdown_grace = "10s";
+  std::size_t max_body_bytes = ServerLimits{}.max_body_bytes;
+  std::string header_timeout = "10s";
+  std::string body_timeout = "30s";
+  std::string idle_timeout = "120s";
+  std::size_t max_connections = ServerLimits{}.max_connections;
+};
+
+// Go-style durations ("10s", "1m30s", "500ms"); a bare number is seconds.
+Expected<milliseconds> parse_duration(std::string_view text, const std::string& flag,
+                                      bool allow_zero) {
+  const Error bad{flag,
+                  "expected a duration like 10s, 500ms or 2m, got \"" + std::string(text) + "\""};
+  if (text.empty()) return bad;
+  bool bare = true;
+  for (const char c : text) bare = bare && c >= '0' && c <= '9';
+  std::string spelled(text);
+  if (bare) spelled += "s";
+  std::string_view rest = spelled;
+  std::int64_t total = 0;
+  while (!rest.empty()) {
+    std::size_t digits = 0;
+    std::int64_t number = 0;
+    while (digits < rest.size() && rest[digits] >= '0' && rest[digits] <= '9') {
+      number = number * 10 + (rest[digits] - '0');
+      if (number > 1'000'000'000) return bad;
+      ++digits;
+    }
+    if (digits == 0) return bad;
+    rest.remove_prefix(digits);
+    std::int64_t unit = 0;
+    if (rest.starts_with("ms")) {
+      unit = 1;
+      rest.remove_prefix(2);
+    } else if (rest.starts_with("s")) {
+      unit = 1000;
+      rest.remove_prefix(1);
+    } else if (rest.starts_with("m")) {
+      unit = 60'000;
+      rest.remove_prefix(1);
+    } else if (rest.starts_with("h")) {
+      unit = 3'600'000;
+      rest.remove_prefix(1);
+    } else {
+      return bad;
+    }
+    total += number * unit;
+  }
+  if (total == 0 && !allow_zero) return Error{flag, "must be greater than zero"};
+  return milliseconds(total);
+}
+
+void run_serve(const ServeOptions& options) {
+  cli::setup_logging(options.common);
+  const auto& common = options.common;
+
+  ServeSettings settings;
+  settings.shutdown_grace = cli::value_or_fail(
+      parse_duration(options.shutdown_grace, "--shutdown-grace", /*allow_zero=*/true));
+  ServerLimits& limits = settings.limits;
+  limits.header_timeout =
+      cli::value_or_fail(parse_duration(options.header_timeout, "--header-timeout", false));
+  limits.handshake_timeout = limits.header_timeout;
+  limits.body_timeout =
+      cli::value_or_fail(parse_duration(options.body_timeout, "--body-timeout", false));
+  limits.write_timeout = limits.body_timeout;
+  limits.idle_timeout =
+      cli::value_or_fail(parse_duration(options.idle_timeout, "--idle-timeout", false));
+  limits.max_body_bytes = options.max_body_bytes;
+  limits.max_connections = options.max_connections;
+  if (limits.max_body_bytes == 0) cli::fail(Error{"--max-body-bytes", "must be greater than 0"});
+  if (limits.max_connections == 0) {
+    cli::fail(Error{"--max-connections", "must be greater than 0"});
+  }
+  settings.endpoint = cli::value_or_fail(parse_listen(options.listen));
+  settings.threads =
+      options.threads != 0 ? options.threads : std::max(1U, std::thread::hardware_concurrency());
+  settings.config_path = common.config;
+  settings.nodes_path = common.nodes;
+  settings.compat_db_path = common.compat_db;
+  settings.tls = TlsFiles{options.tls_cert, options.tls_key, options.client_ca};
+  if (auto error = serve(settings)) cli::fail(*error);
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app) {
+  auto options = std::make_shared<ServeOptions>();
+  CLI::App* command = app.add_subcommand("serve", "Run the HTTPS admission webhook (SPEC 5)");
+  cli::add_common_options(*command, options->common);
+  command->add_option("--listen", options->listen, "Address to listen on: ADDR:PORT or [IPv6]:PORT")
+      ->type_name("ADDR:PORT")
+      ->capture_default_str();
+  command->add_option("--tls-cert", options->tls_cert, "Server certificate chain (PEM)")
+      ->type_name("FILE")
+      ->required();
+  command->add_option("--tls-key", options->tls_key, "Server private key (PEM)")
+      ->type_name("FILE")
+      ->required();
+  command
+      ->add_option("--client-ca", options->client_ca,
+                   "CA bundle (PEM): require client certificates signed by it")
+      ->type_name("FILE");
+  command->add_option("--threads", options->threads, "I/O threads (default: one per core)")
+      ->type_name("N")
+      ->check(CLI::Range(1U, 1024U));
+  command
+      ->add_option("--shutdown-grace", options->shutdown_grace,
+                   "Time to let in-flight requests finish after SIGTERM")
+      ->type_name("DURATION")
+      ->capture_default_str();
+  command
+      ->add_option("--max-body-bytes", options->max_body_bytes,
+                   "Largest request body accepted (larger: 413)")
+      ->type_name("BYTES")
+      ->capture_default_str();
+  command
+      ->add_option("--header-timeout", options->header_timeout,
+                   "Time allowed for the TLS handshake and for reading a request header")
+      ->type_name("DURATION")
+      ->capture_default_str();
+  command
+      ->add_option("--body-timeout", options->body_timeout,
+                   "Time allowed for reading a request body and for writing a response")
+      ->type_name("DURATION")
+      ->capture_default_str();
+  command
+      ->add_option("--idle-timeout", options->idle_timeout,
+                   "How long a keep-alive connection may wait for its next request")
+      ->type_name("DURATION")
+      ->capture_default_str();
+  command
+      ->add_option("--max-connections", options->max_connections,
+                   "Open connections allowed; further ones are closed at once")
+      ->type_name("N")
+      ->capture_default_str();
+  command->callback([options] { run_serve(*options); });
+}
+
+}  // namespace cudagate

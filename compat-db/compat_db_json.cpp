@@ -1,0 +1,113 @@
+// The compatibility matrix written back as JSON in the input files' shape, for
+// `cudagate db show --output json`, whose output `db lint` and `--compat-db` accept.
+#include "compat-db/compat_db_json.h"
+
+#include <string>
+#include <vector>
+
+namespace cudagate {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json cc_list(const std::vector<ComputeCapability>& list) {
+  Json out = Json::array();
+  for (const auto& cc : list) out.push_back(cc.str());
+  return out;
+}
+
+void put_if_not_empty(Json& object, const char* key, const std::vector<std::string>& values) {
+  if (!values.empty()) object[key] = values;
+}
+
+void put_if_not_empty(Json& object, const char* key, const std::string& value) {
+  if (!value.empty()) object[key] = value;
+}
+
+}  // namespace
+
+Json compat_db_to_json(const CompatDb& db) {
+  Json out;
+  out["schemaVersion"] = 1;
+
+  Json& releases = out["cudaReleases"] = Json::array();
+  for (const auto& r : db.cuda_releases) {
+    releases.push_back({{"version", r.version},
+                        {"label", r.label},
+                        {"minDriver", r.min_driver.str()},
+                        {"source", r.source}});
+  }
+
+  Json& mvc = out["minorVersionCompat"] = Json::array();
+  for (const auto& m : db.minor_version_compat) {
+    mvc.push_back(
+        {{"cudaMajor", m.cuda_major}, {"minDriver", m.min_driver.str()}, {"source", m.source}});
+  }
+
+  Json& branches = out["driverBranches"] = Json::array();
+  for (const auto& b : db.driver_branches) {
+    Json entry = {{"branch", b.branch}, {"cuda", b.cuda.str()}};
+    put_if_not_empty(entry, "designation", b.designation);
+    entry["source"] = b.source;
+    branches.push_back(std::move(entry));
+  }
+
+  Json& targets = out["cudaTargets"] = Json::array();
+  for (const auto& t : db.cuda_targets) {
+    targets.push_back({{"since", t.since.str()},
+                       {"all", cc_list(t.all)},
+                       {"allMajor", cc_list(t.all_major)},
+                       {"source", t.source}});
+  }
+
+  Json& products = out["products"] = Json::array();
+  for (const auto& p : db.products) {
+    Json entry = {{"name", p.name}};
+    put_if_not_empty(entry, "aliases", p.aliases);
+    put_if_not_empty(entry, "gfdNames", p.gfd_names);
+    put_if_not_empty(entry, "gfdPrefixes", p.gfd_prefixes);
+    entry["computeCapability"] = p.cc.str();
+    entry["family"] = p.family;
+    put_if_not_empty(entry, "brand", p.brand);
+    entry["datacenter"] = p.datacenter;
+    entry["source"] = p.source;
+    products.push_back(std::move(entry));
+  }
+
+  Json& cloud = out["cloudAccelerators"] = Json::array();
+  for (const auto& c : db.cloud_accelerators) {
+    cloud.push_back(
+        {{"label", c.label}, {"value", c.value}, {"product", c.product}, {"source", c.source}});
+  }
+
+  Json& archs = out["architectures"] = Json::array();
+  for (const auto& a : db.architectures) {
+    archs.push_back({{"name", a.name}, {"archList", a.arch_list}, {"source", a.source}});
+  }
+
+  Json& images = out["cudaImages"] = Json::array();
+  for (const auto& i : db.cuda_images) {
+    images.push_back(
+        {{"cudaVersion", i.cuda_version}, {"requireCuda", i.require_cuda}, {"source", i.source}});
+  }
+
+  Json& ngc = out["ngcReleases"] = Json::array();
+  for (const auto& n : db.ngc_releases) {
+    Json entry = {{"release", n.release}, {"cudaVersion", n.cuda_version}};
+    if (n.min_driver) entry["minDriver"] = n.min_driver->str();
+    Json forward = Json::array();
+    for (const auto& d : n.forward_compat) forward.push_back(d.str());
+    entry["forwardCompat"] = std::move(forward);
+    if (n.min_cc) entry["minComputeCapability"] = n.min_cc->str();
+    entry["source"] = n.source;
+    ngc.push_back(std::move(entry));
+  }
+
+  Json& rules = out["imageRules"] = Json::array();
+  for (const auto& r : db.image_rules) {
+    rules.push_back({{"repositories", r.repositories}, {"kind", r.kind}, {"source", r.source}});
+  }
+  return out;
+}
+
+}  // namespace cudagate

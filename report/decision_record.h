@@ -1,0 +1,15 @@
+#pragma once
+// Decisions rendered as records (SPEC 7.1): the stable, versioned shape that
+// tools and people read, built from a policy::Decision and nothing else.
+
+#include <nlohmann/json.hpp>
+
+#include "policy/decision.h"
+
+namespace cudagate {
+
+// The JSON decision record: {"apiVersion": "cudagate.io/v1alpha1", "kind": "Decision", ...}.
+// Unknown values are null with source "unknown", never "".
+[[nodiscard]] nlohmann::json to_json(const Decision& decision);
+
+}  // namespace cudagate

@@ -1,0 +1,491 @@
+// The admission handler end to end on captured-shape reviews against the test fleet: each mode,
+// /validate and /mutate, Pods and controllers, untouched requests, and bad bodies answered 400.
+#include "admission/admission.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <functional>
+#include <ostream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "admission/admission_response.h"
+#include "policy/node.h"
+#include "tests/support/fixtures.h"
+
+namespace cudagate {
+namespace {
+
+using test_support::db;
+using test_support::fixture;
+using test_support::fleet;
+
+using nlohmann::json;
+
+json review(const std::string& name) {
+  return json::parse(fixture(name));
+}
+
+std::string base64_decode(const std::string& text) {
+  static const std::string alphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  unsigned buffer = 0;
+  int bits = 0;
+  for (const char c : text) {
+    if (c == '=') break;
+    buffer = (buffer << 6U) | static_cast<unsigned>(alphabet.find(c));
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((buffer >> static_cast<unsigned>(bits)) & 0xFFU);
+    }
+  }
+  return out;
+}
+
+// admission-contract.md section 8, as the API server checks one answer.
+json check_contract(const AdmissionOutcome& out, const json& sent, Endpoint endpoint) {
+  EXPECT_EQ(out.http_status, 200) << out.body;
+  EXPECT_EQ(out.content_type, "application/json");
+  const json body = json::parse(out.body);
+  EXPECT_EQ(body["apiVersion"], sent["apiVersion"]);
+  EXPECT_EQ(body["kind"], "AdmissionReview");
+  const json& r = body.at("response");
+  EXPECT_EQ(r.at("uid"), sent["request"]["uid"]);
+  EXPECT_EQ(out.uid, sent["request"]["uid"]);
+  EXPECT_TRUE(r.at("allowed").is_boolean());
+  if (endpoint == Endpoint::validate) {
+    EXPECT_FALSE(r.contains("patch"));
+    EXPECT_FALSE(r.contains("patchType"));
+  } else {
+    EXPECT_EQ(r.contains("patch"), r.contains("patchType"));
+    if (r.contains("patchType")) {
+      EXPECT_EQ(r["patchType"], "JSONPatch");
+      EXPECT_TRUE(r["allowed"].get<bool>());
+      const json ops = json::parse(base64_decode(r["patch"]));
+      EXPECT_TRUE(ops.is_array());
+      EXPECT_FALSE(ops.empty());
+    }
+  }
+  if (!r["allowed"].get<bool>()) {
+    EXPECT_GE(r["status"]["code"].get<int>(), 400);
+    EXPECT_EQ(r["status"]["status"], "Failure");
+    EXPECT_FALSE(r["status"]["message"].get<std::string>().empty());
+  }
+  if (r.contains("warnings")) {
+    std::vector<std::string> warnings = r["warnings"];
+    EXPECT_LE(warnings.size(), kMaxWarnings);
+    EXPECT_EQ(sanitize_warnings(warnings), warnings);
+  }
+  if (r.contains("auditAnnotations")) {
+    for (const auto& [key, value] : r["auditAnnotations"].items()) {
+      EXPECT_TRUE(valid_audit_annotation_key(key)) << key;
+      EXPECT_TRUE(value.is_string());
+    }
+  }
+  return r;
+}
+
+struct Call {
+  AdmissionOutcome outcome;
+  json response;
+};
+
+Call call(Endpoint endpoint, const json& sent, std::string_view mode = "",
+          const Policy& policy = Policy{}) {
+  const AdmissionContext context{db(), policy, fleet()};
+  Call c{handle_admission(endpoint, mode, sent.dump(), context), {}};
+  c.response = check_contract(c.outcome, sent, endpoint);
+  return c;
+}
+
+json apply_patch(json doc, const json& response) {
+  return doc.patch(json::parse(base64_decode(response["patch"])));
+}
+
+std::string message(const Call& c) {
+  return c.response["status"]["message"];
+}
+
+// --- bad input: 400 with a JSON error body ---
+
+struct BadRow {
+  std::string name;
+  std::string body;
+  std::string mode;
+  std::string error;
+};
+
+void PrintTo(const BadRow& row, std::ostream* os) {
+  *os << row.name;
+}
+
+class BadInput : public testing::TestWithParam<BadRow> {};
+
+TEST_P(BadInput, Is400WithAnErrorBody) {
+  const AdmissionContext context{db(), Policy{}, fleet()};
+  const auto out = handle_admission(Endpoint::validate, GetParam().mode, GetParam().body, context);
+  EXPECT_EQ(out.http_status, 400);
+  EXPECT_EQ(out.content_type, "application/json");
+  const json body = json::parse(out.body);
+  ASSERT_TRUE(body.contains("error")) << out.body;
+  EXPECT_NE(body["error"].get<std::string>().find(GetParam().error), std::string::npos)
+      << body["error"];
+  EXPECT_FALSE(out.record.has_value());
+}
+
+std::string truncated() {
+  const std::string full = fixture("pod-cuda124.json");
+  return full.substr(0, full.size() / 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Bodies, BadInput,
+    testing::Values(BadRow{"not_json", "<html>", "", "request body is not JSON"},
+                    BadRow{"truncated", truncated(), "", "request body is truncated JSON"},
+                    BadRow{"not_a_review",
+                           R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"x"}})", "",
+                           "expected kind AdmissionReview, got \"Pod\""},
+                    BadRow{"missing_request",
+                           R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"})", "",
+                           "AdmissionReview has no request"},
+                    BadRow{"create_without_object",
+                           R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview",
+                   "request":{"uid":"u","operation":"CREATE","object":null}})",
+                           "", "request.object: expected the object being created"},
+                    BadRow{"invalid_mode", fixture("pod-cuda124.json"), "strict",
+                           "invalid mode parameter \"strict\": expected enforce, warn or dryrun"}),
+    [](const auto& p) { return p.param.name; });
+
+// --- the seed scenarios ---
+
+TEST(Admission, Cuda124OnDriver535IsDenied) {
+  const json sent = review("pod-cuda124.json");
+  const Call c = call(Endpoint::validate, sent);
+  EXPECT_FALSE(c.response["allowed"].get<bool>());
+  EXPECT_EQ(c.response["status"]["code"], 403);
+  EXPECT_EQ(c.response["status"]["reason"], "Forbidden");
+  EXPECT_NE(message(c).find("container \"train\" needs CUDA 12.4 (from env); 8 of 8 candidate "
+                            "nodes cannot run it: driver 535.129.03 supports up to CUDA 12.2"),
+            std::string::npos)
+      << message(c);
+  EXPECT_NE(message(c).find("upgrade the driver to 550.54.14 or newer"), std::string::npos);
+  EXPECT_EQ(c.response["auditAnnotations"]["verdict"], "fail");
+  EXPECT_TRUE(c.response["auditAnnotations"].contains("cuda-driver"));
+  EXPECT_EQ(c.outcome.verdict, "fail");
+  EXPECT_EQ(c.outcome.decision, "deny");
+  EXPECT_EQ(c.outcome.mode, "enforce");
+  EXPECT_EQ(c.outcome.namespace_, "ml");
+  EXPECT_EQ(c.outcome.kind, "Pod");
+  EXPECT_EQ(c.outcome.name, "trainer-0");
+  EXPECT_FALSE(c.outcome.dry_run);
+  ASSERT_TRUE(c.outcome.record.has_value());
+  EXPECT_EQ(c.outcome.record->verdict, Verdict::fail);
+
+  // /mutate denies it too: there is nothing to pin it to.
+  EXPECT_FALSE(call(Endpoint::mutate, sent).response["allowed"].get<bool>());
+}
+
+TEST(Admission, WarnModeAllowsWithWarnings) {
+  const Call c = call(Endpoint::validate, review("pod-cuda124.json"), "warn");
+  EXPECT_TRUE(c.response["allowed"].get<bool>());
+  ASSERT_TRUE(c.response.contains("warnings"));
+  EXPECT_EQ(c.response["warnings"][0], "cudagate: this pod would be denied in enforce mode");
+  EXPECT_NE(c.response["warnings"].dump().find("550.54.14"), std::string::npos);
+  EXPECT_EQ(c.outcome.decision, "warn");
+  EXPECT_EQ(c.outcome.mode, "warn");
+}
+
+TEST(Admission, DryrunOnlyRecords) {
+  for (const Endpoint ep : {Endpoint::validate, Endpoint::mutate}) {
+    for (const char* name : {"pod-cuda124.json", "pod-arch80.json"}) {
+      const Call c = call(ep, review(name), "dryrun");
+      EXPECT_TRUE(c.response["allowed"].get<bool>()) << name;
+      EXPECT_FALSE(c.response.contains("warnings")) << name;
+      EXPECT_FALSE(c.response.contains("patch")) << name;
+      EXPECT_EQ(c.response["auditAnnotations"]["mode"], "dryrun");
+      EXPECT_EQ(c.outcome.decision, "allow");
+      EXPECT_EQ(c.outcome.mode, "dryrun");
+      EXPECT_TRUE(c.outcome.record.has_value());
+    }
+  }
+  EXPECT_EQ(call(Endpoint::validate, review("pod-cuda124.json"), "dryrun")
+                .response["auditAnnotations"]["enforce-decision"],
+            "deny");
+}
+
+TEST(Admission, PolicyModeAndTheUrlOverride) {
+  Policy warn;
+  warn.mode = Mode::warn;
+  EXPECT_TRUE(call(Endpoint::validate, review("pod-cuda124.json"), "", warn)
+                  .response["allowed"]
+                  .get<bool>());
+  EXPECT_FALSE(call(Endpoint::validate, review("pod-cuda124.json"), "enforce", warn)
+                   .response["allowed"]
+                   .get<bool>());
+}
+
+TEST(Admission, Arch80IsPinnedToTheA100s) {
+  const json sent = review("pod-arch80.json");
+  const Call c = call(Endpoint::mutate, sent);
+  ASSERT_TRUE(c.response.contains("patch")) << c.response.dump();
+  EXPECT_EQ(c.outcome.verdict, "partial");
+  EXPECT_EQ(c.outcome.decision, "patch");
+  EXPECT_NE(c.response["auditAnnotations"]["pinned"].get<std::string>().find("4 of 8"),
+            std::string::npos);
+
+  json again = sent;
+  again["request"]["object"] = apply_patch(sent["request"]["object"], c.response);
+  again["request"]["uid"] = "second-call";
+  EXPECT_NE(again["request"]["object"]["metadata"]["annotations"]["cudagate.io/pinned"]
+                .get<std::string>()
+                .find("pinned to the 4 of 8"),
+            std::string::npos);
+  const Call second = call(Endpoint::mutate, again);
+  EXPECT_FALSE(second.response.contains("patch"));
+  EXPECT_EQ(second.outcome.verdict, "pass");
+  ASSERT_TRUE(second.outcome.record.has_value());
+  EXPECT_EQ(second.outcome.record->candidates, 4U);
+  EXPECT_EQ(second.outcome.record->compatible, 4U);
+  // And /validate admits the pinned pod.
+  EXPECT_TRUE(call(Endpoint::validate, again).response["allowed"].get<bool>());
+}
+
+TEST(Admission, ExistingAffinityIsKeptAndAnded) {
+  const json sent = review("pod-arch80-affinity.json");
+  const Call c = call(Endpoint::mutate, sent);
+  ASSERT_TRUE(c.response.contains("patch"));
+  json again = sent;
+  again["request"]["object"] = apply_patch(sent["request"]["object"], c.response);
+  const json& affinity = again["request"]["object"]["spec"]["affinity"];
+  EXPECT_EQ(affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+                    ["nodeSelectorTerms"]
+                        .size(),
+            3U);
+  EXPECT_EQ(affinity["podAntiAffinity"],
+            sent["request"]["object"]["spec"]["affinity"]["podAntiAffinity"]);
+  EXPECT_EQ(affinity["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"],
+            sent["request"]["object"]["spec"]["affinity"]["nodeAffinity"]
+                ["preferredDuringSchedulingIgnoredDuringExecution"]);
+  const Call second = call(Endpoint::mutate, again);
+  EXPECT_FALSE(second.response.contains("patch"));
+  EXPECT_EQ(second.outcome.verdict, "pass");
+}
+
+TEST(Admission, PartialPodOnValidate) {
+  const Call denied = call(Endpoint::validate, review("pod-arch80.json"));
+  EXPECT_FALSE(denied.response["allowed"].get<bool>());
+  EXPECT_NE(message(denied).find("The 4 compatible nodes"), std::string::npos);
+  Policy lenient;
+  lenient.partial = PartialAction::warn;
+  const Call warned = call(Endpoint::validate, review("pod-arch80.json"), "", lenient);
+  EXPECT_TRUE(warned.response["allowed"].get<bool>());
+  EXPECT_FALSE(warned.response["warnings"].empty());
+}
+
+TEST(Admission, MutateInWarnModeDoesNotPatch) {
+  const Call c = call(Endpoint::mutate, review("pod-arch80.json"), "warn");
+  EXPECT_TRUE(c.response["allowed"].get<bool>());
+  EXPECT_FALSE(c.response.contains("patch"));
+  EXPECT_FALSE(c.response["warnings"].empty());
+}
+
+TEST(Admission, DeploymentIsWarnedThenPinned) {
+  const json sent = review("deployment-arch80.json");
+  const Call v = call(Endpoint::validate, sent);
+  EXPECT_TRUE(v.response["allowed"].get<bool>());
+  EXPECT_NE(v.response["warnings"][0].get<std::string>().find("pinned to them at creation"),
+            std::string::npos);
+  EXPECT_EQ(v.outcome.kind, "Deployment");
+
+  const Call m = call(Endpoint::mutate, sent);
+  ASSERT_TRUE(m.response.contains("patch"));
+  const json patched = apply_patch(sent["request"]["object"], m.response);
+  EXPECT_TRUE(patched["spec"]["template"]["spec"]["affinity"]["nodeAffinity"].contains(
+      "requiredDuringSchedulingIgnoredDuringExecution"));
+  EXPECT_TRUE(
+      patched["spec"]["template"]["metadata"]["annotations"].contains("cudagate.io/pinned"));
+
+  // Its pods, created from the pinned template, pass untouched.
+  json pod = review("pod-arch80.json");
+  pod["request"]["object"]["spec"] = patched["spec"]["template"]["spec"];
+  pod["request"]["object"]["metadata"]["annotations"] =
+      patched["spec"]["template"]["metadata"]["annotations"];
+  const Call p = call(Endpoint::mutate, pod);
+  EXPECT_FALSE(p.response.contains("patch"));
+  EXPECT_EQ(p.outcome.verdict, "pass");
+}
+
+TEST(Admission, CronJobV1beta1) {
+  const json sent = review("cronjob-arch80-v1beta1.json");
+  const Call m = call(Endpoint::mutate, sent);
+  ASSERT_TRUE(m.response.contains("patch"));
+  const json ops = json::parse(base64_decode(m.response["patch"]));
+  EXPECT_EQ(ops[0]["path"], "/spec/jobTemplate/spec/template/spec/affinity");
+  const Call v = call(Endpoint::validate, sent);
+  EXPECT_TRUE(v.response["allowed"].get<bool>());
+}
+
+TEST(Admission, CronJobUpdateOnlyWhenTheTemplateChanges) {
+  json sent = review("cronjob-arch80-v1beta1.json");
+  sent["request"]["operation"] = "UPDATE";
+  sent["request"]["oldObject"] = sent["request"]["object"];
+  sent["request"]["object"]["spec"]["schedule"] = "0 3 * * *";
+  EXPECT_EQ(call(Endpoint::mutate, sent).outcome.verdict, "");
+  sent["request"]["object"]["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
+      ["image"] = "registry.example.com/ml/train:2024.06";
+  const Call changed = call(Endpoint::mutate, sent);
+  EXPECT_EQ(changed.outcome.verdict, "partial");
+  EXPECT_TRUE(changed.response.contains("patch"));
+}
+
+TEST(Admission, DeploymentUpdate) {
+  json sent = review("deployment-arch80.json");
+  sent["request"]["operation"] = "UPDATE";
+  sent["request"]["oldObject"] = sent["request"]["object"];
+  sent["request"]["object"]["spec"]["replicas"] = 5;
+  const Call same = call(Endpoint::validate, sent);
+  EXPECT_TRUE(same.response["allowed"].get<bool>());
+  EXPECT_FALSE(same.response.contains("warnings"));
+  EXPECT_FALSE(same.response.contains("auditAnnotations"));
+  EXPECT_FALSE(same.outcome.record.has_value());
+
+  auto& env = sent["request"]["object"]["spec"]["template"]["spec"]["containers"][0]["env"];
+  env[0]["value"] = "12.4.1";
+  env[1]["value"] = "7.5;8.0";
+  const Call changed = call(Endpoint::validate, sent);
+  EXPECT_FALSE(changed.response["allowed"].get<bool>());
+  EXPECT_EQ(changed.outcome.verdict, "fail");
+}
+
+TEST(Admission, UntouchedRequests) {
+  const auto untouched = [](json sent, Endpoint ep = Endpoint::validate) {
+    const Call c = call(ep, sent);
+    EXPECT_TRUE(c.response["allowed"].get<bool>()) << sent["request"].dump().substr(0, 200);
+    EXPECT_FALSE(c.response.contains("warnings"));
+    EXPECT_FALSE(c.response.contains("auditAnnotations"));
+    EXPECT_FALSE(c.response.contains("patch"));
+    EXPECT_FALSE(c.outcome.record.has_value());
+    EXPECT_EQ(c.outcome.decision, "allow");
+    return c;
+  };
+  json update = review("pod-cuda124.json");
+  update["request"]["operation"] = "UPDATE";
+  update["request"]["oldObject"] = update["request"]["object"];
+  EXPECT_EQ(untouched(update).outcome.verdict, "");
+
+  json del = review("pod-cuda124.json");
+  del["request"]["operation"] = "DELETE";
+  del["request"]["oldObject"] = del["request"]["object"];
+  del["request"]["object"] = nullptr;
+  untouched(del, Endpoint::mutate);
+
+  json connect = review("pod-cuda124.json");
+  connect["request"]["operation"] = "CONNECT";
+  connect["request"]["subResource"] = "exec";
+  connect["request"]["object"] = {{"kind", "PodExecOptions"}, {"apiVersion", "v1"}};
+  untouched(connect);
+
+  json status = review("pod-cuda124.json");
+  status["request"]["subResource"] = "status";
+  untouched(status);
+
+  json config = review("pod-cpu.json");
+  config["request"]["kind"] = {{"group", ""}, {"version", "v1"}, {"kind", "ConfigMap"}};
+  config["request"]["object"] = {
+      {"kind", "ConfigMap"}, {"apiVersion", "v1"}, {"metadata", {{"name", "c"}}}};
+  untouched(config);
+
+  // A custom resource that happens to be called Job.
+  json crd = review("deployment-arch80.json");
+  crd["request"]["kind"] = {
+      {"group", "batch.volcano.sh"}, {"version", "v1alpha1"}, {"kind", "Job"}};
+  untouched(crd, Endpoint::mutate);
+
+  json excluded = review("pod-cuda124.json");
+  excluded["request"]["namespace"] = "kube-system";
+  excluded["request"]["object"]["metadata"]["namespace"] = "kube-system";
+  EXPECT_EQ(untouched(excluded).outcome.verdict, "skip");
+
+  EXPECT_EQ(untouched(review("pod-cpu.json")).outcome.verdict, "skip");
+}
+
+TEST(Admission, ExcludedNamespacesFollowThePolicy) {
+  Policy policy;
+  policy.exclude_namespaces = {"ml"};
+  const Call c = call(Endpoint::validate, review("pod-cuda124.json"), "", policy);
+  EXPECT_TRUE(c.response["allowed"].get<bool>());
+  EXPECT_EQ(c.outcome.verdict, "skip");
+}
+
+TEST(Admission, RequestDryRunIsEvaluatedAndFlagged) {
+  json sent = review("pod-cuda124.json");
+  sent["request"]["dryRun"] = true;
+  const Call c = call(Endpoint::validate, sent);
+  EXPECT_TRUE(c.outcome.dry_run);
+  EXPECT_FALSE(c.response["allowed"].get<bool>());
+  EXPECT_EQ(c.outcome.verdict, "fail");
+}
+
+TEST(Admission, WrongFieldTypesAreTheUsersInput) {
+  const json sent = review("pod-bad-types.json");
+  const Call enforced = call(Endpoint::validate, sent);
+  EXPECT_FALSE(enforced.response["allowed"].get<bool>());
+  EXPECT_EQ(enforced.response["status"]["code"], 403);
+  EXPECT_NE(message(enforced).find("nvidia.com/gpu"), std::string::npos) << message(enforced);
+  EXPECT_NE(message(enforced).find("Pod \"ml/broken-0\""), std::string::npos);
+  EXPECT_EQ(enforced.outcome.verdict, "");
+  EXPECT_EQ(enforced.outcome.decision, "deny");
+
+  const Call warned = call(Endpoint::validate, sent, "warn");
+  EXPECT_TRUE(warned.response["allowed"].get<bool>());
+  EXPECT_NE(warned.response["warnings"][0].get<std::string>().find("nvidia.com/gpu"),
+            std::string::npos);
+
+  const Call recorded = call(Endpoint::mutate, sent, "dryrun");
+  EXPECT_TRUE(recorded.response["allowed"].get<bool>());
+  EXPECT_FALSE(recorded.response.contains("warnings"));
+  EXPECT_TRUE(recorded.response["auditAnnotations"].contains("error"));
+}
+
+TEST(Admission, BadAnnotationValueIsDeniedNamingIt) {
+  json sent = review("pod-arch80.json");
+  sent["request"]["object"]["metadata"]["annotations"]["cudagate.io/cuda-version"] = "12.x";
+  const Call c = call(Endpoint::validate, sent);
+  EXPECT_FALSE(c.response["allowed"].get<bool>());
+  EXPECT_NE(message(c).find("cudagate.io/cuda-version"), std::string::npos) << message(c);
+  EXPECT_NE(message(c).find("12.x"), std::string::npos);
+}
+
+TEST(Admission, EmptyInventoryHasNoCandidates) {
+  const Inventory empty;
+  const Policy policy;
+  const AdmissionContext context{db(), policy, empty};
+  const json sent = review("pod-cuda124.json");
+  const auto out = handle_admission(Endpoint::validate, "", sent.dump(), context);
+  const json r = check_contract(out, sent, Endpoint::validate);
+  EXPECT_TRUE(r["allowed"].get<bool>());  // noCandidates: warn
+  EXPECT_EQ(out.verdict, "no-candidates");
+  EXPECT_EQ(out.decision, "warn");
+}
+
+TEST(Admission, SharedCaptureShapesAreAnswered) {
+  // The captured requests are bare; wrapped as the contract says.
+  for (const char* name : {"pod-cpu.json", "pod-cuda124.json"}) {
+    json sent = {{"apiVersion", "admission.k8s.io/v1"},
+                 {"kind", "AdmissionReview"},
+                 {"request", review(name)["request"]}};
+    sent["request"].erase("kind");
+    sent["request"].erase("resource");
+    sent["request"].erase("namespace");
+    const Call c = call(Endpoint::validate, sent);
+    EXPECT_EQ(c.outcome.namespace_, "ml");
+  }
+}
+
+}  // namespace
+}  // namespace cudagate

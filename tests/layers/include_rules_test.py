@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+"""The layers' dependencies go one way, and this test is where that is written.
+
+Every source of a layer folder may include the project headers of the layers
+it stands on, the libraries its CMake target links, and the standard library;
+the pure layers (everything below server/) no I/O, thread or clock headers and
+no clock reads. The rules are the tables below, written once; each #include
+line of every .h and .cpp is held against them.
+
+    python3 tests/layers/include_rules_test.py SOURCE_DIR
+"""
+
+import os
+import re
+import sys
+import tempfile
+import unittest
+
+# Dependency order, bottom first. A layer may include itself and what it lists.
+PROJECT = {
+    "types": set(),
+    "compat-db": {"types"},
+    "policy": {"types", "compat-db"},
+    "admission": {"types", "compat-db", "policy"},
+    "report": {"types", "compat-db", "policy"},
+    "server": {"types", "compat-db", "policy", "admission", "report"},
+    "cli": {"types", "compat-db", "policy", "admission", "report", "server"},
+}
+
+# Libraries each layer may include; the same as its CMake target links.
+LIBRARIES = {
+    "types": set(),
+    "compat-db": {"nlohmann_json"},
+    "policy": {"nlohmann_json", "yaml-cpp"},
+    "admission": {"nlohmann_json", "simdjson", "simd"},
+    "report": {"nlohmann_json"},
+    "server": {"nlohmann_json", "simdjson", "simd", "boost", "openssl", "spdlog", "posix"},
+    "cli": {"nlohmann_json", "simdjson", "simd", "boost", "openssl", "spdlog", "posix", "CLI11",
+            "yaml-cpp"},
+}
+
+PURE = {"types", "compat-db", "policy", "admission", "report"}
+
+# Standard headers that mean threads, files, consoles or clocks: none of them
+# in a pure layer. (<chrono> stays allowed: durations are values; reading a
+# clock is caught below.)
+IMPURE_STANDARD = {
+    "thread", "mutex", "shared_mutex", "condition_variable", "future", "stop_token",
+    "semaphore", "latch", "barrier", "fstream", "filesystem", "iostream", "cstdio", "ctime",
+}
+CLOCK_READ = re.compile(r"\b(system_clock|steady_clock|high_resolution_clock)::now\b|\btime\s*\(")
+
+# Folders that are not layers: what each may include.
+TEST_SUPPORT = {"tests"}
+OTHER = {
+    # Benchmarks and fuzzers drive the layers below the command line.
+    "bench": (set(PROJECT) - {"cli"} | {"bench"}, LIBRARIES["server"] | {"benchmark"}),
+    "tests/fuzz": (set(PROJECT) - {"cli"}, LIBRARIES["server"]),
+}
+
+INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
+
+
+def library_of(header):
+    """The library an <angle> include belongs to, "std" for the standard one, or None."""
+    first = header.split("/", 1)[0]
+    if header.startswith("nlohmann/"):
+        return "nlohmann_json"
+    if header.startswith("yaml-cpp/"):
+        return "yaml-cpp"
+    if header == "simdjson.h":
+        return "simdjson"
+    if header.endswith("intrin.h"):
+        return "simd"
+    if first == "boost":
+        return "boost"
+    if first == "openssl":
+        return "openssl"
+    if first == "spdlog":
+        return "spdlog"
+    if first == "CLI":
+        return "CLI11"
+    if first in ("gtest", "gmock"):
+        return "googletest"
+    if first == "benchmark":
+        return "benchmark"
+    if first in ("sys", "netinet", "arpa") or header in ("unistd.h", "fcntl.h", "malloc.h",
+                                                          "poll.h", "signal.h", "errno.h",
+                                                          "spawn.h"):
+        return "posix"
+    if "/" not in header and "." not in header:
+        return "std"
+    return None
+
+
+def layer_of(relative):
+    """The layer (or other folder key) a source belongs to, or None."""
+    parts = relative.split(os.sep)
+    if parts[0] in PROJECT:
+        return parts[0], False
+    if parts[0] == "tests" and len(parts) > 2:
+        if parts[1] in PROJECT:
+            return parts[1], True
+        if parts[1] == "fuzz":
+            return "tests/fuzz", False
+    if parts[0] == "bench":
+        return "bench", False
+    return None, False
+
+
+def strip_comments(text):
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    return re.sub(r"//[^\n]*", "", text)
+
+
+def violations(root):
+    """Every broken rule under `root`, as "file:line: what" strings."""
+    found = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in ("build", ".git") and not d.startswith("."))
+        for name in sorted(files):
+            if not name.endswith((".h", ".cpp")):
+                continue
+            path = os.path.join(folder, name)
+            relative = os.path.relpath(path, root)
+            key, is_test = layer_of(relative)
+            if key is None:
+                continue
+            if key in PROJECT:
+                project = PROJECT[key] | {key}
+                libraries = set(LIBRARIES[key])
+                if is_test:
+                    # Tests also use their support headers, gtest, and the
+                    # decision record as the canonical form of a decision.
+                    project |= TEST_SUPPORT | {"report"}
+                    libraries |= {"googletest"}
+            else:
+                project, libraries = OTHER[key]
+                project = project | TEST_SUPPORT
+                libraries = libraries | {"googletest"}
+            pure = key in PURE and not is_test
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+            for number, line in enumerate(text.split("\n"), start=1):
+                m = INCLUDE.match(line)
+                if not m:
+                    continue
+                kind, header = m.groups()
+                where = f"{relative}:{number}"
+                if kind == '"':
+                    top = header.split("/", 1)[0]
+                    if "/" not in header:
+                        found.append(f"{where}: \"{header}\": include project headers by their "
+                                     "path from the source root")
+                    elif top not in project:
+                        found.append(f"{where}: {key} may not include \"{header}\" "
+                                     f"({top} is not below it)")
+                    elif not os.path.exists(os.path.join(root, header)):
+                        found.append(f"{where}: \"{header}\" does not exist")
+                    continue
+                library = library_of(header)
+                if library is None:
+                    found.append(f"{where}: <{header}> belongs to no library these rules know")
+                elif library == "std":
+                    if pure and header in IMPURE_STANDARD:
+                        found.append(f"{where}: {key} is pure and may not include <{header}>")
+                elif library not in libraries:
+                    found.append(f"{where}: {key} may not include <{header}> ({library} is not "
+                                 "linked by its target)")
+            if pure:
+                for number, line in enumerate(strip_comments(text).split("\n"), start=1):
+                    if CLOCK_READ.search(line):
+                        found.append(f"{relative}:{number}: {key} is pure and may not read a clock")
+    return found
+
+
+class IncludeRules(unittest.TestCase):
+    root = None
+
+    def test_every_source_follows_the_rules(self):
+        problems = violations(self.root)
+        self.assertEqual(problems, [], "\n" + "\n".join(problems))
+
+    def test_every_layer_has_sources(self):
+        for layer in PROJECT:
+            with self.subTest(layer=layer):
+                names = os.listdir(os.path.join(self.root, layer))
+                self.assertTrue(any(n.endswith((".h", ".cpp")) for n in names))
+
+    def test_rules_catch_each_kind_of_break(self):
+        with tempfile.TemporaryDirectory() as tree:
+            def write(relative, text):
+                path = os.path.join(tree, relative)
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(text)
+
+            write("types/version.h", "#pragma once\n")
+            write("server/tls_server.h", "#pragma once\n")
+            write("cli/common.h", "#pragma once\n")
+            write("admission/handler.cpp",
+                  '#include "types/version.h"\n'        # fine
+                  '#include "server/tls_server.h"\n'    # above
+                  '#include <boost/asio.hpp>\n'         # a library it does not link
+                  '#include <thread>\n'                 # impure
+                  'auto t = std::chrono::steady_clock::now();\n'
+                  '// std::chrono::system_clock::now() in a comment is fine\n')
+            write("report/table.cpp", '#include "admission/handler.h"\n')  # beside
+            write("policy/x.cpp", '#include "policy/missing.h"\n#include "x.h"\n'
+                                  '#include <weird/lib.h>\n')
+            write("server/ok.cpp", '#include "cli/common.h"\n#include <thread>\n')
+            write("cli/main.cpp", '#include "server/tls_server.h"\n#include <CLI/CLI.hpp>\n')
+            got = violations(tree)
+            expected = [
+                "admission/handler.cpp:2: admission may not include \"server/tls_server.h\"",
+                "admission/handler.cpp:3: admission may not include <boost/asio.hpp>",
+                "admission/handler.cpp:4: admission is pure and may not include <thread>",
+                "admission/handler.cpp:5: admission is pure and may not read a clock",
+                "policy/x.cpp:1: \"policy/missing.h\" does not exist",
+                "policy/x.cpp:2: \"x.h\": include project headers by their path",
+                "policy/x.cpp:3: <weird/lib.h> belongs to no library",
+                "report/table.cpp:1: report may not include \"admission/handler.h\"",
+                "server/ok.cpp:1: server may not include \"cli/common.h\"",
+            ]
+            self.assertEqual(len(got), len(expected), "\n".join(got))
+            for line, want in zip(sorted(got), expected):
+                self.assertTrue(line.startswith(want), f"{line!r} does not start with {want!r}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: include_rules_test.py SOURCE_DIR")
+    IncludeRules.root = os.path.abspath(sys.argv.pop(1))
+    unittest.main(verbosity=2)

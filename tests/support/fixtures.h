@@ -1,0 +1,46 @@
+#pragma once
+// What the admission and server tests share: the captured-shape reviews and nodes of
+// tests/fixtures/admission/, the embedded compatibility matrix, and the
+// T4 + A100 fleet those reviews are judged against.
+
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "compat-db/compat_db.h"
+#include "policy/inventory.h"
+#include "policy/node.h"
+
+namespace cudagate::test_support {
+
+// The text of tests/fixtures/admission/<name>; throws when it is missing.
+inline std::string fixture(const std::string& name) {
+  std::ifstream in(std::string(CUDAGATE_TEST_DATA) + "/admission/" + name);
+  if (!in) throw std::runtime_error("missing fixture " + name);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+inline const CompatDb& db() {
+  static const CompatDb loaded = [] {
+    auto d = load_compat_db(embedded_compat_db_files());
+    if (!d) throw std::runtime_error(d.error().str());
+    return std::move(*d);
+  }();
+  return loaded;
+}
+
+// nodes-t4-a100.json as an inventory.
+inline const Inventory& fleet() {
+  static const Inventory inventory = [] {
+    auto nodes = parse_nodes(fixture("nodes-t4-a100.json"), "nodes-t4-a100.json");
+    if (!nodes) throw std::runtime_error(nodes.error().str());
+    return Inventory::build(std::move(*nodes), db());
+  }();
+  return inventory;
+}
+
+}  // namespace cudagate::test_support
