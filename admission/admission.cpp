@@ -1,11 +1,13 @@
 // The admission handler: decode the review once, decide which requests are
 // ours to judge, read the workload, evaluate it, enforce the decision and
 // answer. Two choices worth knowing:
-//  - A pod whose fields have the wrong types (workload_from_json fails) is
-//    still a review we can answer: the user's input is wrong, so enforce
+//  - A GPU pod whose fields have the wrong types (workload_from_json fails)
+//    is still a review we can answer: the user's input is wrong, so enforce
 //    mode denies it with the error naming the field, warn mode admits it
 //    with that warning, dryrun records it. The same holds for a value the
-//    user wrote that evaluate() cannot read (an annotation "12.x").
+//    user wrote that evaluate() cannot read (an annotation "12.x"). An object
+//    that asks for no GPU is admitted untouched whatever else is wrong with
+//    it: that is the API server's to judge, not ours.
 //  - A body that is not a review (not JSON, another kind, no request) has no
 //    uid to answer, so it gets HTTP 400 and {"error": "..."}.
 //
@@ -40,6 +42,7 @@
 #include "admission/simd_json_view.h"
 #include "policy/evaluate.h"
 #include "policy/metadata.h"
+#include "policy/node.h"
 #include "policy/pod.h"
 #include "policy/workload_reader.h"
 
@@ -194,8 +197,21 @@ AdmissionResponse admit(const ReviewRequest<V>& req, RequestDocument& document,
   // Only the variables metadata resolution reads are kept (all are checked).
   WorkloadReadOptions read_options;
   read_options.keep_env = metadata_reads_env;
+  read_options.default_kind = req.kind;
   auto workload = workload_from_view(req.object, "", read_options);
   if (!workload) {
+    // Not ours to judge unless it asks for a GPU: the API server validates
+    // the rest of the object, and a pod without a GPU is admitted untouched
+    // whatever else is wrong with it.
+    const bool gpu = workload_reader::asks_for_gpu(req.object, req.kind, [&](std::string_view r) {
+      return is_gpu_resource(r, context.policy.gpu_resources);
+    });
+    if (!gpu) {
+      out.verdict = std::string(to_string(Verdict::skip));
+      return AdmissionResponse::allowed();
+    }
+    // A GPU workload whose fields cannot be read: its compatibility is unknown.
+    out.verdict = std::string(to_string(Verdict::unknown));
     const Enforcement e = enforce_input_error(workload.error(), subject_of(req), er);
     out.decision = std::string(to_string(e.action));
     return respond(e, nullptr);
@@ -213,6 +229,7 @@ AdmissionResponse admit(const ReviewRequest<V>& req, RequestDocument& document,
   inputs.memo = &memo;
   auto decision = evaluate(*workload, context.inventory, context.policy, context.db, inputs);
   if (!decision) {
+    out.verdict = std::string(to_string(Verdict::unknown));
     const Enforcement e = enforce_input_error(decision.error(), subject_of(req), er);
     out.decision = std::string(to_string(e.action));
     return respond(e, nullptr);

@@ -33,6 +33,10 @@ namespace cudagate {
 struct WorkloadReadOptions {
   // Keep the container env entries whose name this accepts; null keeps all.
   bool (*keep_env)(std::string_view name) = nullptr;
+  // The kind of an object that names none: an AdmissionReview's
+  // request.kind, which the API server's own decoding would have used.
+  // Empty: `kind` is required.
+  std::string_view default_kind;
 };
 
 namespace workload_reader {
@@ -134,6 +138,33 @@ Expected<std::vector<std::pair<std::string, std::string>>> string_map(const V& v
     if (error) return;
     if (!v.is_string()) {
       error = type_mismatch(map_path.field(k), "a string", v);
+      return;
+    }
+    out.emplace_back(std::string(k), std::string(v.string()));
+  });
+  if (error) return *error;
+  return out;
+}
+
+// Annotations (`key` of `value`): string_map(), except that a value of
+// another type is left out unless its key is one of cudagate's
+// ("cudagate.io/..."), the only ones a decision reads. What else is in
+// metadata.annotations is the API server's to validate, not ours.
+template <JsonView V>
+Expected<std::vector<std::pair<std::string, std::string>>> annotation_map(const V& value,
+                                                                          std::string_view key,
+                                                                          const Path& path) {
+  static constexpr std::string_view kOurs = "cudagate.io/";
+  auto field = object_value(value, key, path);
+  if (!field) return field.error();
+  std::vector<std::pair<std::string, std::string>> out;
+  if (!field->valid()) return out;
+  const Path map_path = path.field(key);
+  std::optional<Error> error;
+  field->for_each_member([&](std::string_view k, const V& v) {
+    if (error) return;
+    if (!v.is_string()) {
+      if (k.starts_with(kOurs)) error = type_mismatch(map_path.field(k), "a string", v);
       return;
     }
     out.emplace_back(std::string(k), std::string(v.string()));
@@ -519,7 +550,7 @@ Expected<std::vector<std::pair<std::string, std::string>>> annotations_of(const 
   auto metadata = object_member(object, "metadata", path);
   if (!metadata) return metadata.error();
   if (!metadata->valid()) return std::vector<std::pair<std::string, std::string>>{};
-  return string_map(metadata->find("annotations"), "annotations", path.field("metadata"));
+  return annotation_map(metadata->find("annotations"), "annotations", path.field("metadata"));
 }
 
 template <JsonView V>
@@ -536,9 +567,9 @@ Expected<Workload> read_workload(const V& object, std::string_view where,
   auto api_version = string_value(api_version_v, "apiVersion", root, false);
   if (!api_version) return fail(api_version.error());
   w.resource.api_version = std::string(*api_version);
-  auto kind = string_value(kind_v, "kind", root, true);
+  auto kind = string_value(kind_v, "kind", root, options.default_kind.empty());
   if (!kind) return fail(kind.error());
-  w.resource.kind = std::string(*kind);
+  w.resource.kind = std::string(kind->empty() ? options.default_kind : *kind);
   const auto layout = std::find_if(kLayouts.begin(), kLayouts.end(),
                                    [&](const KindLayout& l) { return l.kind == w.resource.kind; });
   if (layout == kLayouts.end()) {
@@ -577,7 +608,7 @@ Expected<Workload> read_workload(const V& object, std::string_view where,
   auto spec = descend(object, layout->pointer, spec_path);
   if (!spec) return fail(spec.error());
 
-  auto own = string_map(own_annotations, "annotations", root.field("metadata"));
+  auto own = annotation_map(own_annotations, "annotations", root.field("metadata"));
   if (!own) return fail(own.error());
   w.annotations = std::move(*own);
   if (layout->pointer != "/spec") {
@@ -612,6 +643,49 @@ Expected<Workload> read_workload(const V& object, std::string_view where,
   w.spec = std::move(*pod_spec);
   if (w.resource.kind == "DaemonSet") add_daemon_tolerations(*spec, w.spec.tolerations);
   return w;
+}
+
+// Whether `object` (of `kind`, or of its own kind when that is empty) asks
+// for a GPU anywhere a pod's containers can: a resource in some container's
+// or init container's limits or requests that `is_gpu` accepts. It reads
+// only those fields and is never an error: whatever else in the object is
+// absent or of another type counts as not asking. For objects that
+// read_workload() refuses, to tell a GPU workload's malformed input (ours
+// to report) from anything else's (the API server's).
+template <JsonView V, class IsGpu>
+[[nodiscard]] bool asks_for_gpu(const V& object, std::string_view kind, IsGpu&& is_gpu) {
+  if (!object.is_object()) return false;
+  if (const V own = object.find("kind"); own.valid() && own.is_string()) kind = own.string();
+  const auto layout = std::find_if(kLayouts.begin(), kLayouts.end(),
+                                   [&](const KindLayout& l) { return l.kind == kind; });
+  if (layout == kLayouts.end()) return false;
+  V spec = object;
+  for (std::string_view rest = layout->pointer.substr(1); spec.is_object();) {
+    const std::size_t slash = rest.find('/');
+    spec = spec.find(rest.substr(0, slash));
+    if (slash == std::string_view::npos) break;
+    rest.remove_prefix(slash + 1);
+  }
+  if (!spec.valid() || !spec.is_object()) return false;
+  bool found = false;
+  for (const std::string_view list :
+       {std::string_view("initContainers"), std::string_view("containers")}) {
+    const V containers = spec.find(list);
+    if (!containers.valid() || !containers.is_array()) continue;
+    containers.for_each_element([&](std::size_t, const V& container) {
+      if (found || !container.is_object()) return;
+      const V resources = container.find("resources");
+      if (!resources.valid() || !resources.is_object()) return;
+      for (const std::string_view side :
+           {std::string_view("limits"), std::string_view("requests")}) {
+        const V quantities = resources.find(side);
+        if (!quantities.valid() || !quantities.is_object()) continue;
+        quantities.for_each_member(
+            [&](std::string_view name, const V&) { found = found || is_gpu(name); });
+      }
+    });
+  }
+  return found;
 }
 
 }  // namespace workload_reader

@@ -124,7 +124,9 @@ HttpResponse admit(Endpoint endpoint, std::string_view endpoint_name, std::strin
   auto or_else = [](const std::string& value, std::string_view fallback) {
     return value.empty() ? fallback : std::string_view(value);
   };
-  const std::string_view verdict = or_else(outcome.verdict, "none");
+  // A request that was not judged (not a pod-creating change, or not a
+  // review at all) is a skip, as SPEC 2.6 names it.
+  const std::string_view verdict = or_else(outcome.verdict, "skip");
   const std::string_view decision = or_else(outcome.decision, "error");
   const std::string_view effective_mode = or_else(outcome.mode, "none");
   metrics.admission(endpoint_name, verdict, decision, effective_mode, seconds);
@@ -146,7 +148,8 @@ HttpResponse admit(Endpoint endpoint, std::string_view endpoint_name, std::strin
   };
   member("decision", decision);
   line += R"(,"duration_ms":)";
-  fmt::format_to(std::back_inserter(line), "{}", seconds * 1000.0);
+  // Microseconds are as fine as a request's duration means anything.
+  fmt::format_to(std::back_inserter(line), "{:.3f}", seconds * 1000.0);
   member("endpoint", endpoint_name);
   if (refused) member("error", error_message_of(res.body()));
   member("kind", outcome.kind);

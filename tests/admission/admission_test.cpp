@@ -438,7 +438,7 @@ TEST(Admission, WrongFieldTypesAreTheUsersInput) {
   EXPECT_EQ(enforced.response["status"]["code"], 403);
   EXPECT_NE(message(enforced).find("nvidia.com/gpu"), std::string::npos) << message(enforced);
   EXPECT_NE(message(enforced).find("Pod \"ml/broken-0\""), std::string::npos);
-  EXPECT_EQ(enforced.outcome.verdict, "");
+  EXPECT_EQ(enforced.outcome.verdict, "unknown");
   EXPECT_EQ(enforced.outcome.decision, "deny");
 
   const Call warned = call(Endpoint::validate, sent, "warn");
@@ -450,6 +450,87 @@ TEST(Admission, WrongFieldTypesAreTheUsersInput) {
   EXPECT_TRUE(recorded.response["allowed"].get<bool>());
   EXPECT_FALSE(recorded.response.contains("warnings"));
   EXPECT_TRUE(recorded.response["auditAnnotations"].contains("error"));
+}
+
+// What the API server would validate is not ours to judge: an object that
+// asks for no GPU is admitted untouched however odd it is, and a GPU pod is
+// judged on the fields a decision reads, the rest left alone. The shapes are
+// those that other projects' AdmissionReview test data holds.
+TEST(Admission, NotOursToJudgeIsAdmittedUntouched) {
+  struct Row {
+    const char* name;
+    std::function<void(json&)> edit;
+  };
+  const Row rows[] = {
+      {"object without kind", [](json& r) { r["request"]["object"].erase("kind"); }},
+      {"annotation that is a number",
+       [](json& r) {
+         r["request"]["object"]["metadata"]["annotations"] = {{"replicas", 3}};
+       }},
+      {"cudagate annotation that is a number",
+       [](json& r) {
+         r["request"]["object"]["metadata"]["annotations"] = {{"cudagate.io/cuda-version", 12.4}};
+       }},
+      {"no containers",
+       [](json& r) { r["request"]["object"]["spec"]["containers"] = json::array(); }},
+      {"containers missing", [](json& r) { r["request"]["object"]["spec"].erase("containers"); }},
+      {"spec that is a string", [](json& r) { r["request"]["object"]["spec"] = "x"; }},
+      {"nodeSelector that is a number",
+       [](json& r) { r["request"]["object"]["spec"]["nodeSelector"] = 5; }},
+      {"container name that is a number",
+       [](json& r) { r["request"]["object"]["spec"]["containers"][0]["name"] = 7; }},
+      {"metadata that is an array",
+       [](json& r) { r["request"]["object"]["metadata"] = json::array(); }},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.name);
+    json sent = review("pod-cpu.json");
+    row.edit(sent);
+    for (const Endpoint ep : {Endpoint::validate, Endpoint::mutate}) {
+      const Call c = call(ep, sent);
+      EXPECT_TRUE(c.response["allowed"].get<bool>()) << c.response.dump();
+      EXPECT_FALSE(c.response.contains("warnings"));
+      EXPECT_FALSE(c.response.contains("patch"));
+      EXPECT_EQ(c.outcome.verdict, "skip");
+      EXPECT_EQ(c.outcome.decision, "allow");
+    }
+  }
+}
+
+TEST(Admission, GpuPodsAreJudgedOnWhatADecisionReads) {
+  // Judged as they would be without the oddity: CUDA 12.4 is denied on the T4s' driver.
+  const std::function<void(json&)> harmless[] = {
+      [](json& r) { r["request"]["object"].erase("kind"); },
+      [](json& r) { r["request"]["object"]["metadata"]["annotations"]["replicas"] = 3; },
+  };
+  for (const auto& edit : harmless) {
+    json sent = review("pod-cuda124.json");
+    edit(sent);
+    const Call c = call(Endpoint::validate, sent);
+    EXPECT_FALSE(c.response["allowed"].get<bool>());
+    EXPECT_EQ(c.outcome.verdict, "fail") << message(c);
+    EXPECT_NE(message(c).find("CUDA 12.4"), std::string::npos) << message(c);
+  }
+  // A field a decision reads, malformed: denied with the field named.
+  struct Row {
+    std::function<void(json&)> edit;
+    std::string field;
+  };
+  const Row named[] = {
+      {[](json& r) {
+         r["request"]["object"]["metadata"]["annotations"]["cudagate.io/cuda-version"] = 12.4;
+       },
+       "metadata.annotations.cudagate.io/cuda-version"},
+      {[](json& r) { r["request"]["object"]["spec"]["nodeSelector"] = 5; }, "spec.nodeSelector"},
+  };
+  for (const Row& row : named) {
+    json sent = review("pod-cuda124.json");
+    row.edit(sent);
+    const Call c = call(Endpoint::validate, sent);
+    EXPECT_FALSE(c.response["allowed"].get<bool>());
+    EXPECT_EQ(c.outcome.verdict, "unknown");
+    EXPECT_NE(message(c).find(row.field), std::string::npos) << message(c);
+  }
 }
 
 TEST(Admission, BadAnnotationValueIsDeniedNamingIt) {

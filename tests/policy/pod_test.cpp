@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "policy/document.h"
+#include "policy/node.h"
+#include "policy/workload_reader.h"
 
 namespace cudagate {
 namespace {
@@ -337,8 +339,10 @@ TEST(Pod, ErrorsNameTheField) {
              "{requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: x}}}\n",
        "w.yaml: spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution."
        "nodeSelectorTerms: expected a list, got string"},
-      {"kind: Pod\nmetadata: {name: p, annotations: {a: 1}}\nspec: {containers: [{name: c}]}\n",
-       "w.yaml: metadata.annotations.a: expected a string, got number"},
+      // Only cudagate's own annotations are read; another key's odd value is left out.
+      {"kind: Pod\nmetadata: {name: p, annotations: {a: 1, cudagate.io/arch-list: 8.0}}\n"
+       "spec: {containers: [{name: c}]}\n",
+       "w.yaml: metadata.annotations.cudagate.io/arch-list: expected a string, got number"},
       {"kind: Pod\nmetadata: {name: 5}\nspec: {containers: [{name: c}]}\n",
        "w.yaml: metadata.name: expected a string, got number"},
       {"kind: Deployment\nmetadata: {name: d}\nspec: {replicas: 1}\n",
@@ -532,6 +536,51 @@ TEST(Pod, CountQuantities) {
     } else {
       EXPECT_EQ(got.error().str(), row.error) << row.value.dump();
     }
+  }
+}
+
+// asks_for_gpu() reads only where a GPU request can stand, and never fails.
+TEST(Pod, AsksForGpu) {
+  const auto gpu = [](std::string_view name) {
+    return is_gpu_resource(name, std::vector<std::string>{"nvidia.com/gpu"});
+  };
+  const auto asks = [&](const std::string& text, std::string_view kind = "") {
+    const json object = json::parse(text);
+    return workload_reader::asks_for_gpu(NlohmannView(object), kind, gpu);
+  };
+  struct Row {
+    std::string object;
+    std::string_view kind;
+    bool asks;
+  };
+  const Row rows[] = {
+      {R"({"kind":"Pod","spec":{"containers":[{"resources":{"limits":{"nvidia.com/gpu":1}}}]}})",
+       "", true},
+      // Requests alone, init containers, and a quantity of the wrong type all still ask.
+      {R"({"kind":"Pod","spec":{"containers":[{"resources":{"requests":{"nvidia.com/gpu":"x"}}}]}})",
+       "", true},
+      {R"({"kind":"Pod","spec":{"initContainers":[{"resources":{"limits":{"nvidia.com/mig-1g.10gb":1}}}],"containers":5}})",
+       "", true},
+      // The kind comes from the caller when the object names none.
+      {R"({"spec":{"containers":[{"resources":{"limits":{"nvidia.com/gpu":1}}}]}})", "Pod", true},
+      {R"({"spec":{"containers":[{"resources":{"limits":{"nvidia.com/gpu":1}}}]}})", "", false},
+      {R"({"kind":"Deployment","spec":{"template":{"spec":{"containers":[{"resources":{"limits":{"nvidia.com/gpu":1}}}]}}}})",
+       "", true},
+      {R"({"kind":"CronJob","spec":{"jobTemplate":{"spec":{"template":{"spec":{"containers":[{"resources":{"limits":{"nvidia.com/gpu":1}}}]}}}}}})",
+       "", true},
+      // Nothing that asks: other resources, odd shapes, other kinds.
+      {R"({"kind":"Pod","spec":{"containers":[{"resources":{"limits":{"cpu":"1"}}}]}})", "", false},
+      {R"({"kind":"Pod","spec":{"containers":[]}})", "", false},
+      {R"({"kind":"Pod","spec":"x"})", "", false},
+      {R"({"kind":"Pod","spec":{"containers":[5,{"resources":[1]},{"resources":{"limits":7}}]}})",
+       "", false},
+      {R"({"kind":"Deployment","spec":{"template":5}})", "", false},
+      {R"({"kind":"ConfigMap","spec":{"containers":[{"resources":{"limits":{"nvidia.com/gpu":1}}}]}})",
+       "", false},
+      {R"([1,2])", "Pod", false},
+  };
+  for (const Row& row : rows) {
+    EXPECT_EQ(asks(row.object, row.kind), row.asks) << row.object;
   }
 }
 

@@ -153,7 +153,7 @@ TEST_F(RoutesTest, BadBodyIsCountedAsAnError) {
   const auto res = call(http::verb::post, "/validate", "application/json", "{not json");
   EXPECT_EQ(res.result(), http::status::bad_request);
   EXPECT_NE(metrics_.render().find("cudagate_admission_requests_total{endpoint=\"validate\","
-                                   "verdict=\"none\",decision=\"error\""),
+                                   "verdict=\"skip\",decision=\"error\""),
             std::string::npos);
 }
 
