@@ -8,8 +8,10 @@ std::size_t json_too_deep_at(std::string_view text, std::size_t limit) {
   std::size_t depth = 0;
   bool in_string = false;
   bool escaped = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
+  const char* const begin = text.data();
+  const char* const end = begin + text.size();
+  for (const char* p = begin; p != end; ++p) {
+    const char c = *p;
     if (in_string) {
       if (escaped) {
         escaped = false;
@@ -18,12 +20,22 @@ std::size_t json_too_deep_at(std::string_view text, std::size_t limit) {
       } else if (c == '"') {
         in_string = false;
       }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > limit) return i;
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
+      continue;
+    }
+    switch (c) {
+      case '"':
+        in_string = true;
+        break;
+      case '{':
+      case '[':
+        if (++depth > limit) return static_cast<std::size_t>(p - begin);
+        break;
+      case '}':
+      case ']':
+        if (depth > 0) --depth;
+        break;
+      default:
+        break;
     }
   }
   return std::string_view::npos;
