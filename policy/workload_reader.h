@@ -123,11 +123,12 @@ Expected<std::string_view> string_member(const V& object, std::string_view key, 
   return string_value(object.find(key), key, path, required);
 }
 
-// A map of strings, in key order, each key once.
-template <JsonView V>
-Expected<std::vector<std::pair<std::string, std::string>>> string_map(const V& value,
-                                                                      std::string_view key,
-                                                                      const Path& path) {
+// An object of strings (`key` of `value`), as (key, value) pairs in key
+// order, each key once; a value of another type is an error naming it, unless
+// `may_leave_out(key)`, when the entry is left out.
+template <JsonView V, class MayLeaveOut>
+Expected<std::vector<std::pair<std::string, std::string>>> string_map_of(
+    const V& value, std::string_view key, const Path& path, MayLeaveOut&& may_leave_out) {
   auto field = object_value(value, key, path);
   if (!field) return field.error();
   std::vector<std::pair<std::string, std::string>> out;
@@ -137,7 +138,7 @@ Expected<std::vector<std::pair<std::string, std::string>>> string_map(const V& v
   field->for_each_member([&](std::string_view k, const V& v) {
     if (error) return;
     if (!v.is_string()) {
-      error = type_mismatch(map_path.field(k), "a string", v);
+      if (!may_leave_out(k)) error = type_mismatch(map_path.field(k), "a string", v);
       return;
     }
     out.emplace_back(std::string(k), std::string(v.string()));
@@ -146,31 +147,23 @@ Expected<std::vector<std::pair<std::string, std::string>>> string_map(const V& v
   return out;
 }
 
-// Annotations (`key` of `value`): string_map(), except that a value of
-// another type is left out unless its key is one of cudagate's
-// ("cudagate.io/..."), the only ones a decision reads. What else is in
-// metadata.annotations is the API server's to validate, not ours.
+template <JsonView V>
+Expected<std::vector<std::pair<std::string, std::string>>> string_map(const V& value,
+                                                                      std::string_view key,
+                                                                      const Path& path) {
+  return string_map_of(value, key, path, [](std::string_view) { return false; });
+}
+
+// Annotations (`key` of `value`): a value of another type is left out unless
+// its key is one of cudagate's ("cudagate.io/..."), the only ones a decision
+// reads. What else is in metadata.annotations is the API server's to
+// validate, not ours.
 template <JsonView V>
 Expected<std::vector<std::pair<std::string, std::string>>> annotation_map(const V& value,
                                                                           std::string_view key,
                                                                           const Path& path) {
-  static constexpr std::string_view kOurs = "cudagate.io/";
-  auto field = object_value(value, key, path);
-  if (!field) return field.error();
-  std::vector<std::pair<std::string, std::string>> out;
-  if (!field->valid()) return out;
-  const Path map_path = path.field(key);
-  std::optional<Error> error;
-  field->for_each_member([&](std::string_view k, const V& v) {
-    if (error) return;
-    if (!v.is_string()) {
-      if (k.starts_with(kOurs)) error = type_mismatch(map_path.field(k), "a string", v);
-      return;
-    }
-    out.emplace_back(std::string(k), std::string(v.string()));
-  });
-  if (error) return *error;
-  return out;
+  return string_map_of(value, key, path,
+                       [](std::string_view k) { return !k.starts_with("cudagate.io/"); });
 }
 
 template <JsonView V>
