@@ -76,6 +76,7 @@ struct GroupCheck {
   GpuFacts facts;
   bool minor_version_compatibility = false;
   ArchMatch arch_match = ArchMatch::cuda;
+  ToolkitMode toolkit_mode = ToolkitMode::legacy;
   RuleResult result;
 };
 
@@ -91,7 +92,7 @@ struct ContainerEntry {
 
 // The state evaluate() keeps in a MetadataMemo. Keyed by everything that
 // resolve_metadata reads, so a hit gives what resolving again would; a
-// judgement depends only on that, the group's facts, two policy settings and
+// judgement depends only on that, the group's facts, three policy settings and
 // the compat-db (the state starts over with another compat-db).
 struct EvaluationState {
   static constexpr std::size_t kMaxContainers = 256;
@@ -193,13 +194,15 @@ const RuleResult& judge(ContainerEntry& entry, std::string_view container, std::
   }
   GroupCheck& check = entry.checks[g];
   if (check.valid && check.minor_version_compatibility == policy.minor_version_compatibility &&
-      check.arch_match == policy.arch_match && check.facts == facts) {
+      check.arch_match == policy.arch_match && check.toolkit_mode == policy.toolkit_mode &&
+      check.facts == facts) {
     return check.result;
   }
   check.result = check_container(container, *entry.metadata, facts, policy, db);
   check.facts = facts;
   check.minor_version_compatibility = policy.minor_version_compatibility;
   check.arch_match = policy.arch_match;
+  check.toolkit_mode = policy.toolkit_mode;
   check.valid = true;
   return check.result;
 }

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "policy/image_ref.h"
+#include "types/quote.h"
 
 namespace cudagate {
 namespace {
@@ -92,6 +93,55 @@ bool go_parse_bool_true(std::string_view text) {
 
 bool starts_with(std::string_view text, std::string_view prefix) {
   return text.substr(0, prefix.size()) == prefix;
+}
+
+// Dot-separated identifiers of [0-9A-Za-z-], as semver's pre-release and
+// build metadata; pre-release numbers may not have leading zeros.
+bool semver_identifiers(std::string_view text, bool numbers_without_leading_zero) {
+  if (text.empty()) return false;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = text.find('.', start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view id = text.substr(start, end - start);
+    if (id.empty()) return false;
+    const bool numeric =
+        std::all_of(id.begin(), id.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!std::all_of(id.begin(), id.end(), [](char c) {
+          return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                 c == '-';
+        })) {
+      return false;
+    }
+    if (numbers_without_leading_zero && numeric && id.size() > 1 && id[0] == '0') return false;
+    start = end + 1;
+  }
+  return true;
+}
+
+// CUDA_VERSION as the toolkit reads it (internal/config/image/cuda_image.go
+// legacyVersion: Masterminds semver NewVersion, which coerces): an optional
+// leading "v", one to three numeric parts, then optionally "-pre.release"
+// and "+build.metadata"; the requirement uses major.minor.
+Expected<CudaVersion> parse_cuda_version_variable(std::string_view text) {
+  std::string_view core = text;
+  if (core.starts_with('v')) core.remove_prefix(1);
+  std::string_view build;
+  if (const std::size_t plus = core.find('+'); plus != std::string_view::npos) {
+    build = core.substr(plus + 1);
+    core = core.substr(0, plus);
+    if (!semver_identifiers(build, false)) core = {};
+  }
+  if (const std::size_t dash = core.find('-'); dash != std::string_view::npos) {
+    const std::string_view pre = core.substr(dash + 1);
+    core = core.substr(0, dash);
+    if (!semver_identifiers(pre, true)) core = {};
+  }
+  auto version = CudaVersion::parse(core);
+  if (!version) {
+    return Error{"", "expected a CUDA version like 12.4 or 12.4.1, got " + quote(text)};
+  }
+  return version;
 }
 
 bool is_digits(std::string_view text) {
@@ -253,7 +303,7 @@ struct MetadataMemo::Impl {
 
   const CompatDb* db = nullptr;
   std::unordered_map<std::string, ImageFacts> images;
-  std::unordered_map<std::string, Expected<Requirement>> requirements;
+  std::unordered_map<std::string, Requirement> requirements;
 };
 
 MetadataMemo::MetadataMemo() : impl_(std::make_unique<Impl>()) {}
@@ -335,7 +385,7 @@ class Resolver {
   }
 
   // parse_requirement, remembered in the memo.
-  Expected<Requirement> requirement(std::string_view variable, std::string_view text) const {
+  Requirement requirement(std::string_view variable, std::string_view text) const {
     if (memo_ == nullptr) return parse_requirement(variable, text);
     std::string key(variable);
     key += '=';
@@ -357,7 +407,7 @@ class Resolver {
       md.cuda.name = kCudaVersion;
       if (!v->value) return std::nullopt;  // valueFrom: unknown
       md.cuda.text = std::string(*v->value);
-      auto parsed = CudaVersion::parse(*v->value);
+      auto parsed = parse_cuda_version_variable(*v->value);
       if (parsed) {
         md.cuda.value = *parsed;
       } else if (v->source == Source::env) {
@@ -369,19 +419,17 @@ class Resolver {
     }
     if (const EnvValue* v = get(kRequireCuda)) {
       if (!v->value) return std::nullopt;
-      auto req = requirement(kRequireCuda, *v->value);
-      if (!req) {
-        if (v->source == Source::env) return env_error(kRequireCuda, req.error());
-        return std::nullopt;
-      }
-      for (const RequireAlternative& alt : req->alternatives) {
+      // The image's CUDA release as its requirement states it, whether or
+      // not the toolkit checks the requirement; invalid terms say nothing.
+      const Requirement req = requirement(kRequireCuda, *v->value);
+      for (const RequireAlternative& alt : req.alternatives) {
         for (const RequireTerm& term : alt.terms) {
-          if (term.key != RequireKey::cuda || term.op != RequireOp::ge || term.numbers.empty()) {
+          if (!term.valid() || term.key != RequireKey::cuda || term.op != RequireOp::ge ||
+              term.numbers.empty()) {
             continue;
           }
-          md.cuda = Sourced<CudaVersion>{
-              CudaVersion(term.numbers[0], term.numbers.size() > 1 ? term.numbers[1] : 0),
-              v->source, "cuda>=" + term.value, std::string(kRequireCuda)};
+          md.cuda = Sourced<CudaVersion>{CudaVersion(term.part(0), term.part(1)), v->source,
+                                         "cuda>=" + term.value, std::string(kRequireCuda)};
           return std::nullopt;
         }
       }
@@ -421,13 +469,7 @@ class Resolver {
         unknown = true;
         continue;
       }
-      auto req = requirement(name, *v.value);
-      if (!req) {
-        if (v.source == Source::env) return env_error(name, req.error());
-        unknown = true;
-        continue;
-      }
-      set.requirements.push_back(std::move(*req));
+      set.requirements.push_back(requirement(name, *v.value));
     }
     // The toolkit's legacy rule: CUDA_VERSION without NVIDIA_REQUIRE_CUDA
     // requires a driver for at least that CUDA major.minor.
@@ -435,11 +477,9 @@ class Resolver {
     if (cuda != nullptr && get(kRequireCuda) == nullptr) {
       if (source == Source::unknown || cuda->source == Source::env) source = cuda->source;
       auto version =
-          cuda->value ? CudaVersion::parse(*cuda->value) : Expected<CudaVersion>(Error{});
-      auto req = version ? requirement(kCudaVersion, "cuda>=" + version->str())
-                         : Expected<Requirement>(Error{});
-      if (req) {
-        set.requirements.push_back(std::move(*req));
+          cuda->value ? parse_cuda_version_variable(*cuda->value) : Expected<CudaVersion>(Error{});
+      if (version) {
+        set.requirements.push_back(requirement(kCudaVersion, "cuda>=" + version->str()));
       } else {
         // The toolkit refuses to start such a container; whether it runs is
         // not a question of the node.

@@ -75,9 +75,13 @@ struct ContainerMetadata {
 //
 // Details that follow the NVIDIA container toolkit: an empty variable counts
 // as unset; NVIDIA_REQUIRE_JETPACK* is not a requirement; NVIDIA_DISABLE_REQUIRE
-// is read with Go's strconv.ParseBool. A pod variable set with valueFrom
-// hides the image's value and cannot be read at admission: the value it
-// would give (cuda, archs, or any requirement) is unknown.
+// is read with Go's strconv.ParseBool, and when it is true no NVIDIA_REQUIRE_*
+// is read at all; CUDA_VERSION is read as the toolkit's semver parser reads
+// it ("v11.6", "12.4.1-1"). NVIDIA_REQUIRE_* values are never errors here:
+// an invalid term fails a node only where evaluation reaches it (see
+// requirement.h). A pod variable set with valueFrom hides the image's value
+// and cannot be read at admission: the value it would give (cuda, archs, or
+// any requirement) is unknown.
 //
 // Inference through compat-db image rules: "cuda-base" and "ngc-release"
 // give the image's CUDA_VERSION and NVIDIA_REQUIRE_CUDA (forward-compatible

@@ -98,21 +98,14 @@ class PolicyReader {
     if (!root.IsMap()) {
       return fail(root, "", "expected a Policy mapping (apiVersion, kind, mode, ...)");
     }
-    const auto fields = {"apiVersion",
-                         "kind",
-                         "mode",
-                         "mutate",
-                         "partial",
-                         "unknownImage",
-                         "unknownNode",
-                         "noCandidates",
-                         "onError",
-                         "minorVersionCompatibility",
-                         "archMatch",
-                         "allowPodOptOut",
-                         "excludeNamespaces",
-                         "gpuResources",
-                         "images",
+    const auto fields = {"apiVersion",     "kind",
+                         "mode",           "mutate",
+                         "partial",        "unknownImage",
+                         "unknownNode",    "noCandidates",
+                         "onError",        "minorVersionCompatibility",
+                         "archMatch",      "toolkitMode",
+                         "allowPodOptOut", "excludeNamespaces",
+                         "gpuResources",   "images",
                          "registry"};
     std::optional<Error> err = for_each_field(
         root, "", fields,
@@ -147,6 +140,11 @@ class PolicyReader {
             return read_enum<ArchMatch>(value, path,
                                         {{"cuda", ArchMatch::cuda}, {"exact", ArchMatch::exact}},
                                         policy.arch_match);
+          }
+          if (key == "toolkitMode") {
+            return read_enum<ToolkitMode>(
+                value, path, {{"legacy", ToolkitMode::legacy}, {"cdi", ToolkitMode::cdi}},
+                policy.toolkit_mode);
           }
           if (key == "allowPodOptOut") return read_bool(value, path, policy.allow_pod_opt_out);
           if (key == "excludeNamespaces") {
@@ -364,9 +362,13 @@ class PolicyReader {
               }
               entry.arch_list = text;
             } else if (key == "requireCuda") {
-              auto v = parse_requirement("NVIDIA_REQUIRE_CUDA", text);
-              if (!v) return fail(value, field, v.error().str());
-              if (v->alternatives.empty()) {
+              // A node meets an invalid term only where evaluation reaches
+              // it; the person writing the catalog is told of any.
+              const Requirement v = parse_requirement("NVIDIA_REQUIRE_CUDA", text);
+              if (const RequireTerm* invalid = v.first_invalid()) {
+                return fail(value, field, "NVIDIA_REQUIRE_CUDA: " + invalid->error);
+              }
+              if (v.alternatives.empty()) {
                 return fail(value, field, "expected an NVIDIA_REQUIRE_CUDA value like cuda>=12.4");
               }
               entry.require_cuda = text;

@@ -27,6 +27,17 @@ enum class Mode : unsigned char { enforce, warn, dryrun };
 enum class Action : unsigned char { allow, warn, deny };
 enum class PartialAction : unsigned char { deny, warn };
 
+// Which part of the NVIDIA container stack checks NVIDIA_REQUIRE_* on the
+// nodes (policy toolkitMode).
+//  - legacy: the toolkit's legacy and csv modes, where nvidia-container-cli
+//    (or the CSV modifier) evaluates every requirement before the container
+//    starts and refuses it with "unsatisfied condition";
+//  - cdi: the toolkit's cdi and jit-cdi modes (jit-cdi is the default of
+//    current toolkits) and runtimes that inject devices from CDI specs, none
+//    of which checks NVIDIA_REQUIRE_* (nvidia-container-toolkit issue 1470);
+//    what a container meets there is the CUDA runtime's own check.
+enum class ToolkitMode : unsigned char { legacy, cdi };
+
 // Catalog entry: metadata declared for images whose reference matches.
 struct CatalogEntry {
   std::string match;  // glob on the normalised reference: "registry.example.com/ml/*"
@@ -57,6 +68,7 @@ struct Policy {
   Action on_error = Action::allow;  // allow | deny only
   bool minor_version_compatibility = false;
   ArchMatch arch_match = ArchMatch::cuda;
+  ToolkitMode toolkit_mode = ToolkitMode::legacy;
   bool allow_pod_opt_out = false;
   std::vector<std::string> exclude_namespaces = {"kube-system"};
   std::vector<std::string> gpu_resources = {"nvidia.com/gpu"};

@@ -102,7 +102,11 @@ class Check {
   // --- cuda-driver ---
 
   void cuda_driver() {
-    if (md_.require.value && !md_.require.value->empty() && !md_.require_disabled) {
+    // Whether the toolkit on these nodes checks the image's NVIDIA_REQUIRE_*:
+    // not when the image disables it, nor in CDI mode.
+    const bool toolkit_checks =
+        policy_.toolkit_mode == ToolkitMode::legacy && !md_.require_disabled;
+    if (toolkit_checks && md_.require.value && !md_.require.value->empty()) {
       requirement();
       return;
     }
@@ -118,26 +122,74 @@ class Check {
       return;
     }
     const CudaVersion cuda = *md_.cuda.value;
-    const CudaVersion max = *node_.max_cuda;
-    if (cuda <= max) return;
-    if (policy_.minor_version_compatibility && cuda.major() == max.major()) {
-      if (const MinorVersionCompat* mvc = db_.minor_compat_for(cuda.major())) {
-        if (node_.driver) {
-          if (*node_.driver >= mvc->min_driver) return;
-        } else {
-          // A driver that reports `max` is at least the oldest driver of that release.
-          const auto floor = db_.min_driver_for(max);
-          if (floor && *floor >= mvc->min_driver) return;
+    if (cuda <= *node_.max_cuda) return;
+    // Without the toolkit's check what remains is the CUDA runtime's own,
+    // which applies minor version compatibility whatever the policy says;
+    // otherwise the policy decides whether to count on it.
+    if (!toolkit_checks || policy_.minor_version_compatibility) {
+      switch (minor_version_compatible(cuda)) {
+        case Tristate::yes:
+          return;
+        case Tristate::unknown:
           unknown(kRuleCudaDriver,
                   "needs CUDA " + cuda.str() +
                       " through minor version compatibility; the node's "
                       "driver version is unknown",
                   kFixDriverUnknown);
           return;
-        }
+        case Tristate::no:
+          break;
       }
     }
-    fail(kRuleCudaDriver, needs_cuda(cuda), upgrade_fix(cuda));
+    if (!toolkit_checks && !md_.require_disabled && md_.require.value &&
+        !md_.require.value->empty() && forward_compatibility_declared()) {
+      return;
+    }
+    std::string message = needs_cuda(cuda);
+    if (md_.require_disabled) {
+      message += " (" + md_.require.text +
+                 ": the toolkit checks no requirement, and the CUDA runtime refuses a driver "
+                 "older than its release outside minor version compatibility)";
+    } else if (!toolkit_checks) {
+      message +=
+          " (toolkitMode cdi: the toolkit checks no requirement, and the CUDA runtime refuses a "
+          "driver older than its release outside minor version compatibility)";
+    }
+    fail(kRuleCudaDriver, std::move(message), upgrade_fix(cuda));
+  }
+
+  // Minor version compatibility: a newer minor of the node's CUDA major runs
+  // on a driver at or above that major's minimum (compat-db).
+  Tristate minor_version_compatible(CudaVersion cuda) const {
+    const CudaVersion max = *node_.max_cuda;
+    if (cuda.major() != max.major()) return Tristate::no;
+    const MinorVersionCompat* mvc = db_.minor_compat_for(cuda.major());
+    if (mvc == nullptr) return Tristate::no;
+    if (node_.driver) return *node_.driver >= mvc->min_driver ? Tristate::yes : Tristate::no;
+    // A driver that reports `max` is at least the oldest driver of that release.
+    const auto floor = db_.min_driver_for(max);
+    return floor && *floor >= mvc->min_driver ? Tristate::yes : Tristate::unknown;
+  }
+
+  // In CDI mode the toolkit enables the image's cuda-compat libraries (its
+  // enable-cuda-compat hook) without checking NVIDIA_REQUIRE_*. Whether they
+  // serve this node's driver is what the image's brand and driver groups
+  // declare: a requirement the node meets although the image's CUDA is newer
+  // than the driver's is met through such a group. True when that settles
+  // the rule (forward compatibility, or a finding about it), false when the
+  // image declares none for this node.
+  bool forward_compatibility_declared() {
+    const DeviceFacts device{node_.driver, node_.max_cuda, node_.cc, node_.brand};
+    const RequirementResult result = evaluate_requirements(*md_.require.value, device);
+    if (result.satisfied == Tristate::yes) {
+      forward_compatibility();
+      return true;
+    }
+    if (result.satisfied == Tristate::unknown) {
+      requirement_unknown(*md_.require.value);
+      return true;
+    }
+    return false;
   }
 
   void requirement() {
@@ -150,6 +202,15 @@ class Check {
     }
     if (result.satisfied == Tristate::unknown) {
       requirement_unknown(set);
+      return;
+    }
+    if (result.invalid != nullptr) {
+      // nvidia-container-cli: "requirement error: invalid expression".
+      fail(kRuleCudaDriver,
+           result.variable + ": invalid expression where the toolkit reaches it on this node: " +
+               result.invalid->error,
+           "correct or remove the term \"" + result.invalid->text + "\" of " + result.variable +
+               " (the toolkit refuses to start the container on these nodes)");
       return;
     }
     const Requirement* req = nullptr;
@@ -169,9 +230,8 @@ class Check {
     };
     if (first != nullptr) {
       for (const RequireTerm& term : first->terms) {
-        if (term.key != RequireKey::cuda || term.op != RequireOp::ge) continue;
-        const CudaVersion needed(term.numbers.empty() ? 0 : term.numbers[0],
-                                 term.numbers.size() > 1 ? term.numbers[1] : 0);
+        if (!term.valid() || term.key != RequireKey::cuda || term.op != RequireOp::ge) continue;
+        const CudaVersion needed(term.part(0), term.part(1));
         if (!node_.max_cuda || !(*node_.max_cuda < needed)) continue;
         std::string message = needs_cuda(needed);
         // A bare "cuda>=X.Y" says all there is; anything richer (forward
@@ -183,7 +243,7 @@ class Check {
         return;
       }
       for (const RequireTerm& term : first->terms) {
-        if (term.key != RequireKey::driver ||
+        if (!term.valid() || term.key != RequireKey::driver ||
             (term.op != RequireOp::ge && term.op != RequireOp::gt)) {
           continue;
         }
@@ -228,7 +288,9 @@ class Check {
     bool uses[4] = {false, false, false, false};
     for (const Requirement& r : set.requirements) {
       for (const RequireAlternative& alt : r.alternatives) {
-        for (const RequireTerm& term : alt.terms) uses[static_cast<int>(term.key)] = true;
+        for (const RequireTerm& term : alt.terms) {
+          if (term.valid()) uses[static_cast<int>(term.key)] = true;
+        }
       }
     }
     const std::string what = "cannot check " + md_.require.name + ": ";

@@ -1,6 +1,7 @@
-// Feeds arbitrary text to the NVIDIA_REQUIRE_* parser and evaluates what it
-// accepts against a fully known node and an unknown one: a node whose facts
-// are all known must get a yes or a no, and a failure must name a condition.
+// Feeds arbitrary text to the NVIDIA_REQUIRE_* parser and evaluates it
+// against a fully known node and an unknown one: a node whose facts are all
+// known must get a yes or a no, and a failure must name a condition or the
+// invalid term evaluation reached.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -17,8 +18,13 @@ void check_result(const RequirementSet& set, const DeviceFacts& device, bool all
   if (all_known && r.satisfied == Tristate::unknown) __builtin_trap();
   if (r.satisfied == Tristate::no) {
     if (r.variable != "NVIDIA_REQUIRE_FUZZ") __builtin_trap();
-    if (r.condition.rfind("unsatisfied condition: ", 0) != 0) __builtin_trap();
+    if (r.invalid != nullptr) {
+      if (r.invalid->valid() || !r.condition.empty()) __builtin_trap();
+    } else if (r.condition.rfind("unsatisfied condition: ", 0) != 0) {
+      __builtin_trap();
+    }
   }
+  if (r.satisfied != Tristate::no && r.invalid != nullptr) __builtin_trap();
   if (r.satisfied == Tristate::yes && (!r.variable.empty() || !r.condition.empty())) {
     __builtin_trap();
   }
@@ -28,25 +34,22 @@ void check_result(const RequirementSet& set, const DeviceFacts& device, bool all
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  auto req = parse_requirement("NVIDIA_REQUIRE_FUZZ", text);
-  if (!req) {
-    if (req.error().where != "NVIDIA_REQUIRE_FUZZ" || req.error().message.empty()) {
-      __builtin_trap();
-    }
-    return 0;
-  }
-  if (req->text != text) __builtin_trap();
-  for (const auto& alt : req->alternatives) {
+  const Requirement req = parse_requirement("NVIDIA_REQUIRE_FUZZ", text);
+  if (req.text != text) __builtin_trap();
+  for (const auto& alt : req.alternatives) {
     if (alt.text.empty() || alt.text.find(' ') != std::string::npos) __builtin_trap();
     for (const auto& term : alt.terms) {
-      if (!term.numbers.empty() && term.numbers.back() == 0) __builtin_trap();
+      if (term.text.empty() || term.text.find(',') != std::string::npos) __builtin_trap();
+      if (term.valid() && !term.numbers.empty() && term.numbers.back() == 0) __builtin_trap();
     }
   }
+  const RequireTerm* invalid = req.first_invalid();
+  if (invalid != nullptr && invalid->error.empty()) __builtin_trap();
   RequirementSet set;
-  set.requirements.push_back(*req);
+  set.requirements.push_back(req);
   // Parsing the same text again must give the same reading.
-  auto again = parse_requirement("NVIDIA_REQUIRE_FUZZ", text);
-  if (!again || again->alternatives.size() != req->alternatives.size()) __builtin_trap();
+  const Requirement again = parse_requirement("NVIDIA_REQUIRE_FUZZ", text);
+  if (again.alternatives.size() != req.alternatives.size()) __builtin_trap();
 
   DeviceFacts known;
   known.driver = *DriverVersion::parse("535.129.03");

@@ -372,8 +372,6 @@ TEST(Metadata, ValuesAPersonWroteMustParse) {
       {{{"TORCH_CUDA_ARCH_LIST", "8.0;Bogus"}},
        {},
        "container \"train\": env TORCH_CUDA_ARCH_LIST: "},
-      {{{"NVIDIA_REQUIRE_CUDA", "cuda~12"}}, {}, "container \"train\": env NVIDIA_REQUIRE_CUDA: "},
-      {{{"NVIDIA_REQUIRE_FOO", "gpu>=1"}}, {}, "container \"train\": env NVIDIA_REQUIRE_FOO: "},
   };
   for (const Prefix& c : prefixed) {
     SCOPED_TRACE(c.prefix);
@@ -385,14 +383,104 @@ TEST(Metadata, ValuesAPersonWroteMustParse) {
 
 TEST(Metadata, BadValuesFromTheImageLeaveValuesUnknown) {
   RegistryFacts registry;
-  registry[kImage] = ImageConfig{{{"CUDA_VERSION", "12.x"},
-                                  {"TORCH_CUDA_ARCH_LIST", "Bogus"},
-                                  {"NVIDIA_REQUIRE_CUDA", "cuda~12"}},
-                                 {}};
+  registry[kImage] = ImageConfig{{{"CUDA_VERSION", "12.x"}, {"TORCH_CUDA_ARCH_LIST", "Bogus"}}, {}};
   const ContainerMetadata md = resolve_ok(workload(kImage, {}), {}, &registry);
   EXPECT_FALSE(md.cuda.value);
   EXPECT_FALSE(md.archs.value);
   EXPECT_FALSE(md.require.value);
+}
+
+TEST(Metadata, RequirementsWithInvalidTermsAreKeptForTheNodesToJudge) {
+  // libnvidia-container dsl.c: a term is an error only when evaluation
+  // reaches it, so the value itself is never unreadable, from the image or
+  // from the pod.
+  RegistryFacts registry;
+  registry[kImage] = ImageConfig{{{"NVIDIA_REQUIRE_CUDA", "cuda>=12.4 jetpack>=5"}}, {}};
+  const ContainerMetadata image = resolve_ok(workload(kImage, {}), {}, &registry);
+  ASSERT_TRUE(image.require.value);
+  ASSERT_EQ(image.require.value->requirements.size(), 1U);
+  ASSERT_NE(image.require.value->requirements[0].first_invalid(), nullptr);
+  EXPECT_EQ(image.require.value->requirements[0].first_invalid()->text, "jetpack>=5");
+  EXPECT_EQ(cuda_of(image), "12.4");  // from the valid cuda>= term
+
+  const ContainerMetadata pod = resolve_ok(
+      workload(kImage, {{"NVIDIA_REQUIRE_CUDA", "cuda~12"}, {"NVIDIA_REQUIRE_FOO", "gpu>=1"}}));
+  ASSERT_TRUE(pod.require.value);
+  EXPECT_EQ(require_of(pod), "cuda~12; gpu>=1");
+  EXPECT_EQ(pod.require.source, Source::env);
+  EXPECT_FALSE(pod.cuda.value);  // no valid cuda>= term
+}
+
+TEST(Metadata, CudaVersionReadAsTheToolkitReadsIt) {
+  // nvidia-container-toolkit internal/config/image/cuda_image.go
+  // parseMajorMinorVersion (Masterminds semver, coercing) and its tests
+  // TestParseMajorMinorVersionValid / Invalid.
+  struct Row {
+    std::string value;
+    std::string cuda;  // "" when the value is refused
+  };
+  const std::vector<Row> rows = {
+      {"v11.6", "11.6"},
+      {"9.0.116", "9.0"},
+      {"8", "8.0"},
+      {"7.5", "7.5"},
+      {"0", "0.0"},
+      {"12.4.1-1", "12.4"},
+      {"12.4.1-rc.1", "12.4"},
+      {"12.4.1+build.7", "12.4"},
+      {"v12.8.1-0+x", "12.8"},
+      {"012.4", "12.4"},
+      {"foo", ""},
+      {"foo.5.10", ""},
+      {"9.0.116.50", ""},
+      {"9.0.116foo", ""},
+      {"7.foo", ""},
+      {"9.0.bar", ""},
+      {"9.0.116.", ""},
+      {"9..0", ""},
+      {"9.", ""},
+      {".5.10", ""},
+      {"-9", ""},
+      {"+9", ""},
+      {"-9.1.116", ""},
+      {"-9.-1.-116", ""},
+      {"V11.6", ""},
+      {"12.4-01", ""},
+      {"12.4-", ""},
+      {"12.4+", ""},
+      {"12.4-a..b", ""},
+      {"vv12.4", ""},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.value);
+    auto md = resolve(workload(kImage, {{"CUDA_VERSION", row.value}}));
+    if (row.cuda.empty()) {
+      ASSERT_FALSE(md);
+      EXPECT_EQ(md.error().str(),
+                "container \"train\": env CUDA_VERSION: expected a CUDA version like 12.4 or "
+                "12.4.1, got \"" +
+                    row.value + "\"");
+      continue;
+    }
+    ASSERT_TRUE(md) << md.error().str();
+    EXPECT_EQ(cuda_of(*md), row.cuda);
+    EXPECT_EQ(md->cuda.text, row.value);
+    // The legacy rule uses the same major.minor (cuda_image.go GetRequirements).
+    EXPECT_EQ(require_of(*md), "cuda>=" + row.cuda);
+  }
+}
+
+TEST(Metadata, DisabledRequirementsAreNotRead) {
+  // cuda_image.go GetRequirements: with NVIDIA_DISABLE_REQUIRE true it
+  // returns before reading any NVIDIA_REQUIRE_* or the legacy CUDA_VERSION rule.
+  const ContainerMetadata md =
+      resolve_ok(workload(kImage, {{"NVIDIA_DISABLE_REQUIRE", "true"},
+                                   {"NVIDIA_REQUIRE_CUDA", "cuda>=12.4 cuda~x"},
+                                   {"NVIDIA_REQUIRE_ARCH", "arch>=9.x"}}));
+  EXPECT_TRUE(md.require_disabled);
+  EXPECT_FALSE(md.require.value);
+  EXPECT_EQ(md.require.text, "NVIDIA_DISABLE_REQUIRE=true");
+  EXPECT_EQ(cuda_of(md), "12.4");  // what the image says it was built with
 }
 
 TEST(Metadata, ValueFromHidesTheImageValue) {

@@ -48,6 +48,7 @@ void expect_defaults(const Policy& p) {
   EXPECT_EQ(p.on_error, Action::allow);
   EXPECT_FALSE(p.minor_version_compatibility);
   EXPECT_EQ(p.arch_match, ArchMatch::cuda);
+  EXPECT_EQ(p.toolkit_mode, ToolkitMode::legacy);
   EXPECT_FALSE(p.allow_pod_opt_out);
   EXPECT_EQ(p.exclude_namespaces, std::vector<std::string>{"kube-system"});
   EXPECT_EQ(p.gpu_resources, std::vector<std::string>{"nvidia.com/gpu"});
@@ -176,6 +177,9 @@ TEST(ParsePolicy, EachValueOfEachEnumeratedField) {
       {"onError: deny", [](const Policy& p) { return p.on_error == Action::deny; }},
       {"archMatch: cuda", [](const Policy& p) { return p.arch_match == ArchMatch::cuda; }},
       {"archMatch: exact", [](const Policy& p) { return p.arch_match == ArchMatch::exact; }},
+      {"toolkitMode: legacy",
+       [](const Policy& p) { return p.toolkit_mode == ToolkitMode::legacy; }},
+      {"toolkitMode: cdi", [](const Policy& p) { return p.toolkit_mode == ToolkitMode::cdi; }},
       {"mutate: False", [](const Policy& p) { return !p.mutate; }},
       {"mutate: TRUE", [](const Policy& p) { return p.mutate; }},
       {"allowPodOptOut: true", [](const Policy& p) { return p.allow_pod_opt_out; }},
@@ -226,6 +230,9 @@ TEST(ParsePolicy, BadValuesNameFileLineAndField) {
        "policy.yaml:1: noCandidates: expected one of allow, warn, deny, got \"1\""},
       {"onError: warn", "policy.yaml:1: onError: expected one of allow, deny, got \"warn\""},
       {"archMatch: sass", "policy.yaml:1: archMatch: expected one of cuda, exact, got \"sass\""},
+      {"toolkitMode: jit-cdi",
+       "policy.yaml:1: toolkitMode: expected one of legacy, cdi, got \"jit-cdi\""},
+      {"toolkitMode: [cdi]", "policy.yaml:1: toolkitMode: expected one of legacy, cdi"},
       {"apiVersion: v1",
        "policy.yaml:1: apiVersion: expected \"cudagate.io/v1alpha1\", got \"v1\""},
       {"\nkind: Pod", "policy.yaml:2: kind: expected \"Policy\", got \"Pod\""},
@@ -308,6 +315,10 @@ TEST(ParsePolicy, CatalogValuesAreCheckedWithTheirParsers) {
               HasSubstr("policy.yaml:3: images[0].requireCuda: "));
   EXPECT_THAT(parse_error("images:\n  - match: a/*\n    requireCuda: 'gpu>=12.4'\n"),
               HasSubstr("unknown key"));
+  // A term the toolkit would reach only on some nodes is still the author's to fix.
+  EXPECT_EQ(parse_error("images:\n  - match: a/*\n    requireCuda: 'cuda>=12.4 jetpack>=5'\n"),
+            "policy.yaml:3: images[0].requireCuda: NVIDIA_REQUIRE_CUDA: unknown key \"jetpack\" "
+            "in term \"jetpack>=5\": expected cuda, driver, arch or brand");
   EXPECT_EQ(parse_error("images:\n  - match: a/*\n    requireCuda: ''\n"),
             "policy.yaml:3: images[0].requireCuda: expected an NVIDIA_REQUIRE_CUDA value like "
             "cuda>=12.4");

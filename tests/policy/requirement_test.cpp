@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -52,11 +53,7 @@ DeviceFacts node(std::optional<std::string> driver, std::optional<std::string> m
 
 RequirementSet set_of(const std::vector<std::pair<std::string, std::string>>& vars) {
   RequirementSet set;
-  for (const auto& [name, value] : vars) {
-    auto req = parse_requirement(name, value);
-    EXPECT_TRUE(req) << req.error().str();
-    if (req) set.requirements.push_back(std::move(*req));
-  }
+  for (const auto& [name, value] : vars) set.requirements.push_back(parse_requirement(name, value));
   return set;
 }
 
@@ -73,9 +70,11 @@ const char* name_of(Tristate t) {
 }
 
 TEST(ParseRequirement, SplitsAlternativesAndTerms) {
-  auto req = parse_requirement("NVIDIA_REQUIRE_CUDA",
-                               "cuda>=12.8 brand=Tesla,driver>=470,driver<471  BRAND!=geforce");
-  ASSERT_TRUE(req) << req.error().str();
+  // dsl.c dsl_evaluate: strsep on ' ' for groups, then on ',' for terms.
+  const Requirement parsed = parse_requirement(
+      "NVIDIA_REQUIRE_CUDA", "cuda>=12.8 brand=Tesla,driver>=470,driver<471  BRAND!=geforce");
+  const Requirement* req = &parsed;
+  EXPECT_EQ(req->first_invalid(), nullptr);
   EXPECT_EQ(req->variable, "NVIDIA_REQUIRE_CUDA");
   EXPECT_EQ(req->text, "cuda>=12.8 brand=Tesla,driver>=470,driver<471  BRAND!=geforce");
   ASSERT_EQ(req->alternatives.size(), 3U);
@@ -88,7 +87,9 @@ TEST(ParseRequirement, SplitsAlternativesAndTerms) {
   EXPECT_EQ(cuda.key, RequireKey::cuda);
   EXPECT_EQ(cuda.op, RequireOp::ge);
   EXPECT_EQ(cuda.value, "12.8");
-  EXPECT_EQ(cuda.numbers, (std::vector<int>{12, 8}));
+  EXPECT_EQ(cuda.numbers, (std::vector<std::uint64_t>{12, 8}));
+  EXPECT_EQ(cuda.text, "cuda>=12.8");
+  EXPECT_TRUE(cuda.valid());
 
   const auto& group = req->alternatives[1].terms;
   ASSERT_EQ(group.size(), 3U);
@@ -97,20 +98,22 @@ TEST(ParseRequirement, SplitsAlternativesAndTerms) {
   EXPECT_EQ(group[0].value, "tesla");
   EXPECT_EQ(group[1].key, RequireKey::driver);
   EXPECT_EQ(group[1].op, RequireOp::ge);
-  EXPECT_EQ(group[1].numbers, (std::vector<int>{470}));
+  EXPECT_EQ(group[1].numbers, (std::vector<std::uint64_t>{470}));
   EXPECT_EQ(group[2].op, RequireOp::lt);
-  EXPECT_EQ(group[2].numbers, (std::vector<int>{471}));
+  EXPECT_EQ(group[2].numbers, (std::vector<std::uint64_t>{471}));
 
   EXPECT_EQ(req->alternatives[2].terms[0].key, RequireKey::brand);
   EXPECT_EQ(req->alternatives[2].terms[0].op, RequireOp::ne);
 }
 
 TEST(ParseRequirement, ReadsOperatorsAndVersionsAsTheToolkitDoes) {
+  // dsl.c evaluate_rule (operator run, key before it, value after it) and
+  // dsl_compare_version (numeric parts, strtoumax, trailing ".0" ignored).
   struct Row {
     std::string text;
     RequireKey key;
     RequireOp op;
-    std::vector<int> numbers;
+    std::vector<std::uint64_t> numbers;
   };
   const std::vector<Row> rows = {
       {"cuda=12.2", RequireKey::cuda, RequireOp::eq, {12, 2}},
@@ -126,16 +129,18 @@ TEST(ParseRequirement, ReadsOperatorsAndVersionsAsTheToolkitDoes) {
       {"cuda>=12..4.", RequireKey::cuda, RequireOp::ge, {12, 4}},
       {"cuda>=0", RequireKey::cuda, RequireOp::ge, {}},
       {"driver>=000000000000470", RequireKey::driver, RequireOp::ge, {470}},
+      // strtoumax reads parts up to 2^64-2.
+      {"driver>=18446744073709551614", RequireKey::driver, RequireOp::ge, {18446744073709551614U}},
       // The toolkit reads a lone '!' as the first operator it prefixes: "!=".
       {"cuda!12.0", RequireKey::cuda, RequireOp::ne, {12}},
   };
   for (const Row& row : rows) {
     SCOPED_TRACE(row.text);
-    auto req = parse_requirement("NVIDIA_REQUIRE_CUDA", row.text);
-    ASSERT_TRUE(req) << req.error().str();
-    ASSERT_EQ(req->alternatives.size(), 1U);
-    ASSERT_EQ(req->alternatives[0].terms.size(), 1U);
-    const RequireTerm& t = req->alternatives[0].terms[0];
+    const Requirement req = parse_requirement("NVIDIA_REQUIRE_CUDA", row.text);
+    ASSERT_EQ(req.alternatives.size(), 1U);
+    ASSERT_EQ(req.alternatives[0].terms.size(), 1U);
+    const RequireTerm& t = req.alternatives[0].terms[0];
+    EXPECT_TRUE(t.valid()) << t.error;
     EXPECT_EQ(t.key, row.key);
     EXPECT_EQ(t.op, row.op);
     EXPECT_EQ(t.numbers, row.numbers);
@@ -143,6 +148,7 @@ TEST(ParseRequirement, ReadsOperatorsAndVersionsAsTheToolkitDoes) {
 }
 
 TEST(ParseRequirement, SkipsEmptyTokens) {
+  // dsl.c dsl_evaluate: `if (*or_expr == '\0') continue;` and the same for terms.
   struct Row {
     std::string text;
     std::size_t alternatives;
@@ -158,16 +164,18 @@ TEST(ParseRequirement, SkipsEmptyTokens) {
   };
   for (const Row& row : rows) {
     SCOPED_TRACE("\"" + row.text + "\"");
-    auto req = parse_requirement("NVIDIA_REQUIRE_CUDA", row.text);
-    ASSERT_TRUE(req) << req.error().str();
-    ASSERT_EQ(req->alternatives.size(), row.alternatives);
+    const Requirement req = parse_requirement("NVIDIA_REQUIRE_CUDA", row.text);
+    ASSERT_EQ(req.alternatives.size(), row.alternatives);
     if (row.alternatives > 0) {
-      EXPECT_EQ(req->alternatives[0].terms.size(), row.terms_in_first);
+      EXPECT_EQ(req.alternatives[0].terms.size(), row.terms_in_first);
     }
   }
 }
 
-TEST(ParseRequirement, RejectsInvalidExpressionsNamingTheTerm) {
+TEST(ParseRequirement, MarksInvalidExpressionsNamingTheTerm) {
+  // dsl.c evaluate_rule returns -1 ("invalid expression") for these, and
+  // dsl_compare_version / dsl_compare_string for the values; parsing keeps
+  // them, as the toolkit only fails when it reaches one.
   struct Row {
     std::string text;
     std::string message;
@@ -194,17 +202,22 @@ TEST(ParseRequirement, RejectsInvalidExpressionsNamingTheTerm) {
        "digits and dots"},
       {"cuda>=.5", "version \".5\" in term \"cuda>=.5\" must start with a digit"},
       {"driver>=.", "version \".\" in term \"driver>=.\" must start with a digit"},
-      {"driver>=1234567890",
-       "version \"1234567890\" in term \"driver>=1234567890\" has a part too large to compare"},
+      {"driver>=18446744073709551615",
+       "version \"18446744073709551615\" in term \"driver>=18446744073709551615\" has a part too "
+       "large to compare"},
+      {"driver>=1.99999999999999999999",
+       "version \"1.99999999999999999999\" in term \"driver>=1.99999999999999999999\" has a "
+       "part too large to compare"},
       {"brand>=tesla", "brand in term \"brand>=tesla\" can only be compared with = or !="},
       {"brand<tesla", "brand in term \"brand<tesla\" can only be compared with = or !="},
   };
   for (const Row& row : rows) {
     SCOPED_TRACE(row.text);
-    auto req = parse_requirement("NVIDIA_REQUIRE_CUDA", row.text);
-    ASSERT_FALSE(req);
-    EXPECT_EQ(req.error().where, "NVIDIA_REQUIRE_CUDA");
-    EXPECT_EQ(req.error().message, row.message);
+    const Requirement req = parse_requirement("NVIDIA_REQUIRE_CUDA", row.text);
+    const RequireTerm* invalid = req.first_invalid();
+    ASSERT_NE(invalid, nullptr);
+    EXPECT_FALSE(invalid->valid());
+    EXPECT_EQ(invalid->error, row.message);
   }
 }
 
@@ -274,11 +287,27 @@ TEST(EvaluateRequirements, MatchesTheToolkitOnOneVariable) {
       {"first alternative is named, not the one that failed",
        "brand=tesla,driver>=470,driver<471 cuda>=12.8", tesla535, Tristate::no,
        "unsatisfied condition: brand=tesla,driver>=470,driver<471"},
-      {"leading space does not hide the first alternative", "  cuda>=12.8", tesla535, Tristate::no,
-       "unsatisfied condition: cuda>=12.8" + kAdvice},
+      // dsl.c dsl_evaluate: the message is strsep(predicate, " "), whose first
+      // token is empty when the value starts with a space.
+      {"a leading space empties the named condition", "  cuda>=12.8", tesla535, Tristate::no,
+       "unsatisfied condition: "},
       {"empty value holds", "", tesla535, Tristate::yes, ""},
       {"blank value holds", "   ", tesla535, Tristate::yes, ""},
-      {"an alternative of commas holds", "cuda>=99.0 ,,", tesla535, Tristate::yes, ""},
+      // dsl.c dsl_evaluate: an all-comma group ends the loop with `ret` as the
+      // last evaluated term left it: true before any term, false after a
+      // failed group; later groups are never reached.
+      {"a group of commas first holds", ",,", tesla535, Tristate::yes, ""},
+      {"a group of commas first holds before anything else", ", cuda>=99.0", tesla535,
+       Tristate::yes, ""},
+      {"an empty group after a failed one fails", "cuda>=12.4 ,", tesla535, Tristate::no,
+       "unsatisfied condition: cuda>=12.4" + kAdvice},
+      {"an empty group after a failed one fails, commas", "cuda>=99.0 ,,", tesla535, Tristate::no,
+       "unsatisfied condition: cuda>=99.0" + kAdvice},
+      {"an empty group after a satisfied one is not reached", "cuda>=12.4 ,", tesla550,
+       Tristate::yes, ""},
+      {"an empty group hides the groups after it", "cuda>=99.0 , cuda>=12.0", tesla535,
+       Tristate::no, "unsatisfied condition: cuda>=99.0" + kAdvice},
+      {"an empty group after an unknown one", "cuda>=12.0 ,", unknown_all, Tristate::unknown, ""},
       {"unknown driver", "cuda>=12.0", unknown_all, Tristate::unknown, ""},
       {"empty value holds on an unknown node", "", unknown_all, Tristate::yes, ""},
       {"unknown brand, failing cuda", kCuda1281, node("535.129.03", "12.2", "8.0", std::nullopt),
@@ -305,6 +334,77 @@ TEST(EvaluateRequirements, MatchesTheToolkitOnOneVariable) {
     EXPECT_EQ(result.condition, row.condition);
     EXPECT_EQ(result.variable, row.want == Tristate::yes ? "" : "NVIDIA_REQUIRE_CUDA");
   }
+}
+
+TEST(EvaluateRequirements, AnInvalidTermCountsOnlyWhereItIsReached) {
+  // dsl.c dsl_evaluate: evaluate_rule runs term by term, left to right; the
+  // loop stops at the first satisfied group and at a group's first false
+  // term, and only a term it evaluates can return -1 ("invalid expression").
+  struct Row {
+    std::string name;
+    std::string text;
+    DeviceFacts device;
+    Tristate want;
+    std::string invalid;  // the invalid term reported, when want == no
+    std::string condition;
+  };
+  const DeviceFacts tesla535 = node("535.129.03", "12.2", "8.0", "tesla");
+  const DeviceFacts tesla550 = node("550.54.15", "12.4", "9.0", "tesla");
+  const DeviceFacts no_cuda = node(std::nullopt, std::nullopt, "8.0", "tesla");
+  const std::vector<Row> rows = {
+      {"after a satisfied group", "cuda>=12.4 jetpack>=5", tesla550, Tristate::yes, "", ""},
+      {"reached after a failed group", "cuda>=12.4 jetpack>=5", tesla535, Tristate::no,
+       "jetpack>=5", ""},
+      {"a bad operator after a satisfied group", "cuda>=12.0 cuda=>13", tesla535, Tristate::yes, "",
+       ""},
+      {"first in the value", "jetpack>=5 cuda>=12.0", tesla550, Tristate::no, "jetpack>=5", ""},
+      {"after a false term of its group", "cuda>=12.4,cuda~1", tesla535, Tristate::no, "",
+       "unsatisfied condition: cuda>=12.4,cuda~1" + kAdvice},
+      {"after a true term of its group", "cuda>=12.4,cuda~1", tesla550, Tristate::no, "cuda~1", ""},
+      {"behind an empty group", "cuda>=99.0 , jetpack>=5", tesla550, Tristate::no, "",
+       "unsatisfied condition: cuda>=99.0" + kAdvice},
+      {"a bad version is found when compared", "driver>=535 arch>=8.x", tesla535, Tristate::yes, "",
+       ""},
+      {"a bad version reached", "driver>=550 arch>=8.x", tesla535, Tristate::no, "arch>=8.x", ""},
+      {"brand with an ordering operator reached", "brand>=tesla", tesla535, Tristate::no,
+       "brand>=tesla", ""},
+      {"unknown facts may or may not reach it", "cuda>=12.4 jetpack>=5", no_cuda, Tristate::unknown,
+       "", ""},
+      {"unknown facts that reach one on every path", "brand=tesla,jetpack>=5 foo>=1",
+       node(std::nullopt, std::nullopt, std::nullopt, std::nullopt), Tristate::no, "jetpack>=5",
+       ""},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.name);
+    const RequirementSet set = set_of({{"NVIDIA_REQUIRE_CUDA", row.text}});
+    const RequirementResult result = evaluate_requirements(set, row.device);
+    EXPECT_STREQ(name_of(result.satisfied), name_of(row.want));
+    EXPECT_EQ(result.condition, row.condition);
+    if (row.invalid.empty()) {
+      EXPECT_EQ(result.invalid, nullptr) << result.invalid->text;
+    } else {
+      ASSERT_NE(result.invalid, nullptr);
+      EXPECT_EQ(result.invalid->text, row.invalid);
+      EXPECT_FALSE(result.invalid->error.empty());
+      EXPECT_EQ(result.variable, "NVIDIA_REQUIRE_CUDA");
+    }
+  }
+}
+
+TEST(EvaluateRequirements, TheFirstFailingVariableMayBeInvalid) {
+  // configure.c configure_command: each --require is evaluated in turn and
+  // the first error ends the container's start.
+  const RequirementSet set = set_of({{"NVIDIA_REQUIRE_ARCH", "arch>=8.0"},
+                                     {"NVIDIA_REQUIRE_FOO", "foo>=1"},
+                                     {"NVIDIA_REQUIRE_CUDA", "cuda>=99.0"}});
+  const RequirementResult result =
+      evaluate_requirements(set, node("535.129.03", "12.2", "8.0", "tesla"));
+  EXPECT_STREQ(name_of(result.satisfied), "no");
+  EXPECT_EQ(result.variable, "NVIDIA_REQUIRE_FOO");
+  ASSERT_NE(result.invalid, nullptr);
+  EXPECT_EQ(result.invalid->error,
+            "unknown key \"foo\" in term \"foo>=1\": expected cuda, driver, arch or brand");
+  EXPECT_EQ(result.condition, "");
 }
 
 TEST(EvaluateRequirements, EveryVariableMustHold) {

@@ -50,16 +50,16 @@ class Md {
     return *this;
   }
   Md& require(const std::string& v, Source source = Source::env) {
-    auto req = parse_requirement("NVIDIA_REQUIRE_CUDA", v);
-    EXPECT_TRUE(req) << req.error().str();
     RequirementSet set;
-    set.requirements.push_back(*req);
+    set.requirements.push_back(parse_requirement("NVIDIA_REQUIRE_CUDA", v));
     m_.require = Sourced<RequirementSet>{set, source, v, "NVIDIA_REQUIRE_CUDA"};
     return *this;
   }
   Md& disabled() {
     m_.require_disabled = true;
     m_.require.value.reset();
+    m_.require.text = "NVIDIA_DISABLE_REQUIRE=true";
+    m_.require.name = "NVIDIA_DISABLE_REQUIRE";
     return *this;
   }
   Md& archs(const std::string& v, const std::string& name = "TORCH_CUDA_ARCH_LIST") {
@@ -159,12 +159,28 @@ TEST(CudaDriverRule, Outcomes) {
        t4("535.129.03", "12.2"), mvc(), Outcome::incompatible, "needs CUDA 12.4"},
       {"unless disabled", Md().cuda("12.4").require("cuda>=12.4").disabled(),
        t4("535.129.03", "12.2"), mvc(), Outcome::compatible, ""},
-      {"disabled without minor version compatibility",
+      // Disabled, what remains is the CUDA runtime's own check, which has
+      // minor version compatibility whatever the policy says.
+      {"disabled: the runtime's minor version compatibility",
        Md().cuda("12.4").disabled(),
        t4("535.129.03", "12.2"),
        {},
+       Outcome::compatible,
+       ""},
+      {"disabled: not across majors",
+       Md().cuda("13.0").disabled(),
+       t4("535.129.03", "12.2"),
+       {},
        Outcome::incompatible,
-       "needs CUDA 12.4"},
+       "needs CUDA 13.0; driver 535.129.03 supports up to CUDA 12.2 (NVIDIA_DISABLE_REQUIRE=true: "
+       "the toolkit checks no requirement, and the CUDA runtime refuses a driver older than its "
+       "release outside minor version compatibility)"},
+      {"disabled: not below the major's minimum driver",
+       Md().cuda("11.8").disabled(),
+       t4("450.51.05", "11.0"),
+       {},
+       Outcome::incompatible,
+       "needs CUDA 11.8"},
       {"minor version compatibility from the runtime label alone", Md().cuda("12.4"),
        node("", "12.2", "7.5", "Tesla-T4", "unknown"), mvc(), Outcome::compatible, ""},
       {"runtime label alone",
@@ -243,6 +259,102 @@ TEST(CudaDriverRule, Outcomes) {
        {},
        Outcome::unknown,
        "the image's CUDA version is unknown"},
+  });
+}
+
+TEST(CudaDriverRule, RequirementsAsTheToolkitEvaluatesThem) {
+  // libnvidia-container dsl.c dsl_evaluate: groups left to right, stopping
+  // at the first satisfied one; an invalid term fails only where reached;
+  // an empty group after a failed one ends the evaluation unsatisfied.
+  const GpuFacts r535 = t4("535.129.03", "12.2");
+  const GpuFacts r550 = t4("550.54.15", "12.4");
+  run({
+      {"an invalid term after a satisfied group",
+       Md().require("cuda>=12.4 jetpack>=5"),
+       r550,
+       {},
+       Outcome::compatible,
+       ""},
+      {"an invalid term reached",
+       Md().require("cuda>=12.4 jetpack>=5"),
+       r535,
+       {},
+       Outcome::incompatible,
+       "NVIDIA_REQUIRE_CUDA: invalid expression where the toolkit reaches it on this node: "
+       "unknown key \"jetpack\" in term \"jetpack>=5\": expected cuda, driver, arch or brand"},
+      {"an empty group after a failed one",
+       Md().cuda("12.4").require("cuda>=12.4 ,"),
+       r535,
+       {},
+       Outcome::incompatible,
+       "needs CUDA 12.4; driver 535.129.03 supports up to CUDA 12.2"},
+      {"an empty group after a satisfied one",
+       Md().cuda("12.4").require("cuda>=12.4 ,"),
+       r550,
+       {},
+       Outcome::compatible,
+       ""},
+  });
+  const RuleResult r = check(Md().require("cuda>=12.4 jetpack>=5"), r535);
+  ASSERT_EQ(r.findings.size(), 1U);
+  EXPECT_EQ(r.findings[0].fix,
+            "correct or remove the term \"jetpack>=5\" of NVIDIA_REQUIRE_CUDA (the toolkit "
+            "refuses to start the container on these nodes)");
+}
+
+Policy cdi() {
+  Policy p;
+  p.toolkit_mode = ToolkitMode::cdi;
+  return p;
+}
+
+// nvidia/cuda:13.0-style requirement: cuda>=13.0 or a forward-compatible
+// branch 535, 550, 570 on the datacenter brands.
+const std::string kCuda130 = [] {
+  std::string out = "cuda>=13.0";
+  for (int branch : {535, 550, 570}) {
+    for (const char* brand : {"unknown", "grid", "tesla", "nvidia"}) {
+      out += std::string(" brand=") + brand + ",driver>=" + std::to_string(branch) + ",driver<" +
+             std::to_string(branch + 1);
+    }
+  }
+  return out;
+}();
+
+TEST(CudaDriverRule, CdiModeMeetsTheRuntimesCheckOnly) {
+  // nvidia-container-toolkit issue 1470: CDI mode checks no NVIDIA_REQUIRE_*;
+  // its enable-cuda-compat hook still brings the image's cuda-compat
+  // libraries, which the image's brand groups say where they serve.
+  const GpuFacts r535 = t4("535.129.03", "12.2");
+  const GpuFacts geforce = node("535.129.03", "12.2", "8.9", "NVIDIA-GeForce-RTX-4090", "geforce");
+  run({
+      {"legacy: the toolkit refuses a newer minor",
+       Md().cuda("12.4").require("cuda>=12.4"),
+       r535,
+       {},
+       Outcome::incompatible,
+       "needs CUDA 12.4"},
+      {"cdi: the runtime's minor version compatibility", Md().cuda("12.4").require("cuda>=12.4"),
+       r535, cdi(), Outcome::compatible, ""},
+      {"cdi: not across majors", Md().cuda("13.0").require("cuda>=13.0"), r535, cdi(),
+       Outcome::incompatible,
+       "needs CUDA 13.0; driver 535.129.03 supports up to CUDA 12.2 (toolkitMode cdi: the toolkit "
+       "checks no requirement, and the CUDA runtime refuses a driver older than its release "
+       "outside minor version compatibility)"},
+      {"cdi: forward compatibility the image declares", Md().cuda("13.0").require(kCuda130), r535,
+       cdi(), Outcome::compatible, ""},
+      {"cdi: no forward-compatible group for the brand", Md().cuda("13.0").require(kCuda130),
+       geforce, cdi(), Outcome::incompatible, "needs CUDA 13.0"},
+      {"cdi: a declared group on a GPU without forward compatibility",
+       Md().cuda("13.0").require("cuda>=13.0 brand=geforce,driver>=535,driver<536"), geforce, cdi(),
+       Outcome::incompatible, "forward compatibility (cuda-compat) does not run"},
+      {"cdi: an invalid requirement is never read", Md().cuda("12.1").require("jetpack>=5"), r535,
+       cdi(), Outcome::compatible, ""},
+      {"cdi: the brand decides forward compatibility", Md().cuda("13.0").require(kCuda130),
+       node("535.129.03", "12.2", "8.0", "NVIDIA-A100-SXM4-80GB", std::nullopt), cdi(),
+       Outcome::unknown, "the brand of the node's GPU is unknown"},
+      {"cdi: no requirement, the runtime still checks", Md().cuda("13.0"), r535, cdi(),
+       Outcome::incompatible, "needs CUDA 13.0"},
   });
 }
 
