@@ -137,10 +137,11 @@ void print_db_text(std::ostream& out, const CompatDb& db, const std::string& ori
     section(out, paint, "Driver branches", db.driver_branches.size(), table, sources);
   }
   {
-    Table table({"SINCE CUDA", "ALL", "ALL-MAJOR", "SOURCE"});
+    Table table({"SINCE CUDA", "ALL", "ALL-MAJOR", "SOURCE", "A TARGETS", "F TARGETS"});
     Sources sources;
     for (const auto& t : db.cuda_targets) {
-      table.add({t.since.str(), join_cc(t.all), join_cc(t.all_major), sources.cite(t.source)});
+      table.add({t.since.str(), join_cc(t.all), join_cc(t.all_major), sources.cite(t.source),
+                 join_cc(t.arch_specific), join_cc(t.family_specific)});
     }
     section(out, paint, "Compute capabilities each CUDA release can target", db.cuda_targets.size(),
             table, sources);
@@ -166,10 +167,22 @@ void print_db_text(std::ostream& out, const CompatDb& db, const std::string& ori
     section(out, paint, "Cloud accelerator labels", db.cloud_accelerators.size(), table, sources);
   }
   {
-    Table table({"NAME", "TORCH_CUDA_ARCH_LIST", "SOURCE"});
+    Table table({"NAME", "TORCH_CUDA_ARCH_LIST", "CUDA", "SOURCE"});
     Sources sources;
-    for (const auto& a : db.architectures) table.add({a.name, a.arch_list, sources.cite(a.source)});
+    for (const auto& a : db.architectures) {
+      std::string cuda;
+      if (a.cuda_since) cuda = a.cuda_since->str() + "+";
+      if (a.cuda_before) cuda += (cuda.empty() ? "before " : ", before ") + a.cuda_before->str();
+      table.add({a.name, a.arch_list, cuda.empty() ? "any" : cuda, sources.cite(a.source)});
+    }
     section(out, paint, "Named architectures", db.architectures.size(), table, sources);
+  }
+  {
+    Table table({"CC", "DEVICES", "SOURCE"});
+    Sources sources;
+    for (const auto& t : db.tegra) table.add({t.cc.str(), t.devices, sources.cite(t.source)});
+    section(out, paint, "Tegra capabilities (SASS runs only on exactly its own capability)",
+            db.tegra.size(), table, sources);
   }
   {
     Table table({"CUDA_VERSION", "SOURCE", "NVIDIA_REQUIRE_CUDA"});
@@ -210,8 +223,9 @@ std::string counts(const CompatDb& db) {
        n(db.minor_version_compat.size(), "minor-version ranges"),
        n(db.driver_branches.size(), "driver branches"), n(db.cuda_targets.size(), "target sets"),
        n(db.products.size(), "products"), n(db.cloud_accelerators.size(), "cloud labels"),
-       n(db.architectures.size(), "architectures"), n(db.cuda_images.size(), "nvidia/cuda images"),
-       n(db.ngc_releases.size(), "NGC releases"), n(db.image_rules.size(), "image rules")});
+       n(db.architectures.size(), "architectures"), n(db.tegra.size(), "Tegra capabilities"),
+       n(db.cuda_images.size(), "nvidia/cuda images"), n(db.ngc_releases.size(), "NGC releases"),
+       n(db.image_rules.size(), "image rules")});
 }
 
 void run_show(const ShowOptions& options) {

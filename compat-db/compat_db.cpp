@@ -29,9 +29,10 @@ constexpr std::int64_t kSchemaVersion = 1;
 // compat-db, and refusing it early keeps hostile input cheap.
 constexpr int kMaxDepth = 32;
 
-constexpr std::array<std::string_view, 10> kSections = {
-    "cudaReleases",      "minorVersionCompat", "driverBranches", "cudaTargets", "products",
-    "cloudAccelerators", "architectures",      "cudaImages",     "ngcReleases", "imageRules"};
+constexpr std::array<std::string_view, 11> kSections = {
+    "cudaReleases", "minorVersionCompat", "driverBranches", "cudaTargets",
+    "products",     "cloudAccelerators",  "architectures",  "tegraCapabilities",
+    "cudaImages",   "ngcReleases",        "imageRules"};
 
 constexpr std::array<std::string_view, 4> kDesignations = {"", "LTSB", "PB", "NFB"};
 constexpr std::array<std::string_view, 3> kRuleKinds = {"cuda-base", "ngc-release", "cuda-tag"};
@@ -445,6 +446,19 @@ void require_ascending(Entry& e, std::string_view key, const std::vector<Compute
   }
 }
 
+// A release cannot build a special target for a capability it does not build at all.
+void require_subset_of_all(Entry& e, std::string_view key, std::string_view what,
+                           const std::vector<ComputeCapability>& list,
+                           const std::vector<ComputeCapability>& all) {
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    if (std::find(all.begin(), all.end(), list[i]) == all.end()) {
+      e.fail(indexed(e.field_path(key), i),
+             list[i].str() + " is not in \"all\"; " + std::string(what) + " is a subset of all");
+      return;
+    }
+  }
+}
+
 CudaTargets read_cuda_targets(Entry& e) {
   CudaTargets t;
   if (auto since = e.parsed("since", true, &CudaVersion::parse)) {
@@ -453,15 +467,16 @@ CudaTargets read_cuda_targets(Entry& e) {
   }
   t.all = e.parsed_list("all", true, &ComputeCapability::parse);
   t.all_major = e.parsed_list("allMajor", true, &ComputeCapability::parse);
+  t.arch_specific = e.parsed_list("archSpecific", false, &ComputeCapability::parse);
+  t.family_specific = e.parsed_list("familySpecific", false, &ComputeCapability::parse);
   require_ascending(e, "all", t.all);
   require_ascending(e, "allMajor", t.all_major);
-  for (std::size_t i = 0; i < t.all_major.size(); ++i) {
-    if (std::find(t.all.begin(), t.all.end(), t.all_major[i]) == t.all.end()) {
-      e.fail(indexed(e.field_path("allMajor"), i),
-             t.all_major[i].str() + " is not in \"all\"; all-major is a subset of all");
-      break;
-    }
-  }
+  require_ascending(e, "archSpecific", t.arch_specific);
+  require_ascending(e, "familySpecific", t.family_specific);
+  require_subset_of_all(e, "allMajor", "all-major", t.all_major, t.all);
+  require_subset_of_all(e, "archSpecific", "an architecture-specific target", t.arch_specific,
+                        t.all);
+  require_subset_of_all(e, "familySpecific", "a family-specific target", t.family_specific, t.all);
   t.source = e.text("source");
   return t;
 }
@@ -502,8 +517,22 @@ NamedArchitecture read_architecture(Entry& e) {
     e.fail(e.field_path("archList"),
            "expected entries like 8.0, 9.0a or 8.6+PTX joined by ';', got " + quote(a.arch_list));
   }
+  a.cuda_since = e.parsed("cudaSince", false, &CudaVersion::parse);
+  a.cuda_before = e.parsed("cudaBefore", false, &CudaVersion::parse);
+  if (a.cuda_since && a.cuda_before && !(*a.cuda_since < *a.cuda_before)) {
+    e.fail(e.field_path("cudaBefore"), "expected a CUDA release after cudaSince " +
+                                           a.cuda_since->str() + ", got " + a.cuda_before->str());
+  }
   a.source = e.text("source");
   return a;
+}
+
+TegraCapability read_tegra_capability(Entry& e) {
+  TegraCapability t;
+  if (auto cc = e.parsed("computeCapability", true, &ComputeCapability::parse)) t.cc = *cc;
+  t.devices = e.text("devices");
+  t.source = e.text("source");
+  return t;
 }
 
 CudaImage read_cuda_image(Entry& e) {
@@ -625,6 +654,32 @@ std::optional<Error> check_branch_order(const std::vector<DriverBranch>& branche
   return std::nullopt;
 }
 
+// A name may have several entries, one per meaning, spelt alike and for
+// CUDA ranges that do not overlap, so that one CUDA release reads one meaning.
+std::optional<Error> check_architectures(const std::vector<NamedArchitecture>& archs) {
+  for (std::size_t i = 0; i < archs.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (!iequals(archs[i].name, archs[j].name)) continue;
+      const std::string at = indexed("architectures", i) + ".name";
+      if (archs[i].name != archs[j].name) {
+        return Error{at, quote(archs[i].name) + " is spelt differently in " +
+                             indexed("architectures", j) +
+                             "; PyTorch compares names case-sensitively"};
+      }
+      const NamedArchitecture& a = archs[i];
+      const NamedArchitecture& b = archs[j];
+      const bool a_before_b = a.cuda_before && b.cuda_since && !(*b.cuda_since < *a.cuda_before);
+      const bool b_before_a = b.cuda_before && a.cuda_since && !(*a.cuda_since < *b.cuda_before);
+      if (!a_before_b && !b_before_a) {
+        return Error{at, "repeats " + indexed("architectures", j) +
+                             " for the same CUDA releases; entries of one name need "
+                             "cudaSince/cudaBefore ranges that do not overlap"};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<Error> check_section(std::string_view section, const CompatDb& db) {
   if (section == "cudaReleases") {
     return unique(db.cuda_releases, section, "version",
@@ -652,9 +707,11 @@ std::optional<Error> check_section(std::string_view section, const CompatDb& db)
       return std::make_pair(c.label, to_lower(c.value));
     });
   }
-  if (section == "architectures") {
-    return unique(db.architectures, section, "name",
-                  [](const NamedArchitecture& a) { return to_lower(a.name); });
+  if (section == "architectures") return check_architectures(db.architectures);
+  if (section == "tegraCapabilities") {
+    return unique(db.tegra, section, "computeCapability", [](const TegraCapability& t) {
+      return std::make_pair(t.cc.major(), t.cc.minor());
+    });
   }
   if (section == "cudaImages") {
     return unique(db.cuda_images, section, "cudaVersion",
@@ -683,6 +740,8 @@ std::optional<Error> read_section(std::string_view section, const json& value, C
     error = read_entries(value, section, db.cloud_accelerators, read_cloud_accelerator);
   } else if (section == "architectures") {
     error = read_entries(value, section, db.architectures, read_architecture);
+  } else if (section == "tegraCapabilities") {
+    error = read_entries(value, section, db.tegra, read_tegra_capability);
   } else if (section == "cudaImages") {
     error = read_entries(value, section, db.cuda_images, read_cuda_image);
   } else if (section == "ngcReleases") {
@@ -882,10 +941,20 @@ const Product* CompatDb::product_by_cloud_label(std::string_view label,
   return nullptr;
 }
 
-const NamedArchitecture* CompatDb::architecture(std::string_view name) const {
-  const auto it = std::find_if(architectures.begin(), architectures.end(),
-                               [&](const NamedArchitecture& a) { return iequals(a.name, name); });
-  return it == architectures.end() ? nullptr : &*it;
+const NamedArchitecture* CompatDb::architecture(std::string_view name,
+                                                std::optional<CudaVersion> cuda) const {
+  const NamedArchitecture* newest = nullptr;
+  for (const NamedArchitecture& a : architectures) {
+    if (a.name != name) continue;
+    if (cuda && a.applies_to(*cuda)) return &a;
+    if (newest == nullptr || newest->cuda_before) newest = &a;
+  }
+  return newest;
+}
+
+bool CompatDb::is_tegra(ComputeCapability cc) const {
+  return std::any_of(tegra.begin(), tegra.end(),
+                     [&](const TegraCapability& t) { return t.cc == cc; });
 }
 
 const CudaImage* CompatDb::cuda_image(std::string_view cuda_version) const {

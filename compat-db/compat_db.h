@@ -47,12 +47,18 @@ struct DriverBranch {
 };
 
 // What a CUDA release can compile for, from this release until the next
-// entry. `all` and `all_major` are what CMake's "all"/"all-major" expand to.
+// entry. `all` and `all_major` are what CMake's "all"/"all-major" expand to;
+// `all` is also every capability nvcc of these releases builds SASS or PTX
+// for. `arch_specific` and `family_specific` are the capabilities that have
+// an architecture-specific ("sm_90a") or family-specific ("sm_100f") target
+// in these releases; both are subsets of `all`, empty before such targets.
 struct CudaTargets {
   CudaVersion since;
   std::vector<ComputeCapability> all;
   std::vector<ComputeCapability> all_major;
   std::string source;
+  std::vector<ComputeCapability> arch_specific = {};
+  std::vector<ComputeCapability> family_specific = {};
 };
 
 // A GPU product.
@@ -76,10 +82,30 @@ struct CloudAccelerator {
   std::string source;
 };
 
-// A named GPU generation as TORCH_CUDA_ARCH_LIST accepts it.
+// A named GPU generation as TORCH_CUDA_ARCH_LIST accepts it. A name whose
+// meaning changed between PyTorch releases has one entry per meaning, each
+// for the CUDA releases it applies to: [cuda_since, cuda_before), either end
+// open when absent.
 struct NamedArchitecture {
-  std::string name;       // "Ampere", "Kepler+Tesla"
+  std::string name;       // "Ampere", "Kepler+Tesla", as PyTorch spells it
   std::string arch_list;  // "8.0;8.6+PTX"
+  std::string source;
+  std::optional<CudaVersion> cuda_since = std::nullopt;
+  std::optional<CudaVersion> cuda_before = std::nullopt;
+
+  [[nodiscard]] bool applies_to(CudaVersion cuda) const {
+    return (!cuda_since || !(cuda < *cuda_since)) && (!cuda_before || cuda < *cuda_before);
+  }
+};
+
+// A compute capability of NVIDIA's Tegra (Jetson, DRIVE) integrated GPUs. The
+// CUDA Programming Guide excludes Tegra from cubin minor-version
+// compatibility, and cubins do not move between Tegra and desktop GPUs: SASS
+// runs on a Tegra capability only when built for exactly it, and SASS built
+// for one runs on no other capability.
+struct TegraCapability {
+  ComputeCapability cc;
+  std::string devices;  // "Jetson AGX Orin, Jetson Orin NX, Jetson Orin Nano"
   std::string source;
 };
 
@@ -118,7 +144,8 @@ struct CompatDb {
   std::vector<CudaTargets> cuda_targets;      // sorted by `since`
   std::vector<Product> products;
   std::vector<CloudAccelerator> cloud_accelerators;
-  std::vector<NamedArchitecture> architectures;
+  std::vector<NamedArchitecture> architectures;  // in file order: PyTorch replaces names in order
+  std::vector<TegraCapability> tegra;
   std::vector<CudaImage> cuda_images;
   std::vector<NgcRelease> ngc_releases;
   std::vector<ImageRule> image_rules;
@@ -142,7 +169,14 @@ struct CompatDb {
   // The product a cloud accelerator label names, or nullptr.
   [[nodiscard]] const Product* product_by_cloud_label(std::string_view label,
                                                       std::string_view value) const;
-  [[nodiscard]] const NamedArchitecture* architecture(std::string_view name) const;
+  // A named generation by its exact name (PyTorch compares names
+  // case-sensitively): the entry that applies to `cuda` when one does, else
+  // the newest meaning (the entry without cuda_before, or the last one);
+  // nullptr when the name is unknown.
+  [[nodiscard]] const NamedArchitecture* architecture(
+      std::string_view name, std::optional<CudaVersion> cuda = std::nullopt) const;
+  // Whether `cc` is a Tegra capability (tegra).
+  [[nodiscard]] bool is_tegra(ComputeCapability cc) const;
   [[nodiscard]] const CudaImage* cuda_image(std::string_view cuda_version) const;
   [[nodiscard]] const NgcRelease* ngc_release(std::string_view release) const;
 };

@@ -54,10 +54,12 @@ Json compat_db_to_json(const CompatDb& db) {
 
   Json& targets = out["cudaTargets"] = Json::array();
   for (const auto& t : db.cuda_targets) {
-    targets.push_back({{"since", t.since.str()},
-                       {"all", cc_list(t.all)},
-                       {"allMajor", cc_list(t.all_major)},
-                       {"source", t.source}});
+    Json entry = {
+        {"since", t.since.str()}, {"all", cc_list(t.all)}, {"allMajor", cc_list(t.all_major)}};
+    if (!t.arch_specific.empty()) entry["archSpecific"] = cc_list(t.arch_specific);
+    if (!t.family_specific.empty()) entry["familySpecific"] = cc_list(t.family_specific);
+    entry["source"] = t.source;
+    targets.push_back(std::move(entry));
   }
 
   Json& products = out["products"] = Json::array();
@@ -82,7 +84,17 @@ Json compat_db_to_json(const CompatDb& db) {
 
   Json& archs = out["architectures"] = Json::array();
   for (const auto& a : db.architectures) {
-    archs.push_back({{"name", a.name}, {"archList", a.arch_list}, {"source", a.source}});
+    Json entry = {{"name", a.name}, {"archList", a.arch_list}};
+    if (a.cuda_since) entry["cudaSince"] = a.cuda_since->str();
+    if (a.cuda_before) entry["cudaBefore"] = a.cuda_before->str();
+    entry["source"] = a.source;
+    archs.push_back(std::move(entry));
+  }
+
+  Json& tegra = out["tegraCapabilities"] = Json::array();
+  for (const auto& t : db.tegra) {
+    tegra.push_back(
+        {{"computeCapability", t.cc.str()}, {"devices", t.devices}, {"source", t.source}});
   }
 
   Json& images = out["cudaImages"] = Json::array();

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -13,6 +14,7 @@
 
 namespace cudagate {
 namespace {
+
 bool is_digit(char c) {
   return c >= '0' && c <= '9';
 }
@@ -24,31 +26,47 @@ bool iequals(std::string_view a, std::string_view b) {
          });
 }
 
-bool consume_suffix_ci(std::string_view& text, std::string_view suffix) {
-  if (text.size() < suffix.size()) return false;
-  if (!iequals(text.substr(text.size() - suffix.size()), suffix)) return false;
-  text.remove_suffix(suffix.size());
-  return true;
-}
-
 bool consume_suffix(std::string_view& text, std::string_view suffix) {
   if (!text.ends_with(suffix)) return false;
   text.remove_suffix(suffix.size());
   return true;
 }
 
-// Splits on ';' and ASCII whitespace, skipping empty entries. PyTorch turns
-// spaces into ';' before splitting; other whitespace (a trailing newline in a
-// YAML block) carries no meaning either, so it separates too.
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+// Splits on ';' and ASCII whitespace, skipping empty entries: CMake's list
+// handling drops them, and whitespace in a CUDAARCHS value separates.
 std::vector<std::string_view> split_entries(std::string_view text) {
   std::vector<std::string_view> out;
   std::size_t start = 0;
   for (std::size_t i = 0; i <= text.size(); ++i) {
-    const bool sep = i == text.size() || text[i] == ';' || text[i] == ' ' || text[i] == '\t' ||
-                     text[i] == '\n' || text[i] == '\r' || text[i] == '\v' || text[i] == '\f';
-    if (!sep) continue;
+    if (i < text.size() && text[i] != ';' && !is_space(text[i])) continue;
     if (i > start) out.push_back(text.substr(start, i - start));
     start = i + 1;
+  }
+  return out;
+}
+
+// Splits on ';' and ' ' as cpp_extension does (spaces become ';', then
+// split on ';'), keeping empty entries.
+std::vector<std::string_view> split_torch_entries(std::string_view text) {
+  std::vector<std::string_view> out;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i <= text.size(); ++i) {
+    if (i < text.size() && text[i] != ';' && text[i] != ' ') continue;
+    out.push_back(text.substr(start, i - start));
+    start = i + 1;
+  }
+  return out;
+}
+
+std::string join(const std::vector<std::string_view>& parts, std::string_view separator) {
+  std::string out;
+  for (std::string_view p : parts) {
+    if (!out.empty()) out += separator;
+    out += p;
   }
   return out;
 }
@@ -82,12 +100,13 @@ const char* suffix_of(ArchVariant v) {
 }
 
 // One numeric PyTorch entry: X.Y, X.Ya or X.Yf, then "+PTX" (SASS and PTX),
-// "(PTX)" (PTX only, the spelling ArchSet::str() gives compute_XY) or nothing.
+// "(PTX)" (PTX only, the spelling ArchSet::str() gives compute_XY) or
+// nothing. Case-sensitive, as cpp_extension's list of valid strings is.
 std::optional<ArchTarget> parse_torch_numeric(std::string_view entry) {
   ArchTarget t;
-  if (consume_suffix_ci(entry, "+PTX")) {
+  if (consume_suffix(entry, "+PTX")) {
     t.sass = t.ptx = true;
-  } else if (consume_suffix_ci(entry, "(PTX)")) {
+  } else if (consume_suffix(entry, "(PTX)")) {
     t.ptx = true;
   } else {
     t.sass = true;
@@ -133,6 +152,222 @@ bool cc_at_least_in_family(ComputeCapability target, ComputeCapability device) {
   return device.major() == target.major() && device.minor() >= target.minor();
 }
 
+// The capabilities some CUDA release of the matrix builds, per variant.
+struct KnownTargets {
+  std::set<ComputeCapability> portable;
+  std::set<ComputeCapability> arch_specific;
+  std::set<ComputeCapability> family;
+  bool any = false;  // false: the matrix lists no release, every target is accepted
+
+  explicit KnownTargets(const CompatDb& db) {
+    for (const CudaTargets& t : db.cuda_targets) {
+      portable.insert(t.all.begin(), t.all.end());
+      arch_specific.insert(t.arch_specific.begin(), t.arch_specific.end());
+      family.insert(t.family_specific.begin(), t.family_specific.end());
+    }
+    any = !portable.empty();
+  }
+
+  [[nodiscard]] const std::set<ComputeCapability>& of(ArchVariant v) const {
+    switch (v) {
+      case ArchVariant::arch_specific:
+        return arch_specific;
+      case ArchVariant::family:
+        return family;
+      case ArchVariant::portable:
+        break;
+    }
+    return portable;
+  }
+
+  [[nodiscard]] bool has(const ArchTarget& t) const { return !any || of(t.variant).count(t.cc); }
+};
+
+std::string listing(const std::set<ComputeCapability>& ccs, int major = -1) {
+  std::string out;
+  for (const ComputeCapability& cc : ccs) {
+    if (major >= 0 && cc.major() != major) continue;
+    if (!out.empty()) out += ", ";
+    out += cc.str();
+  }
+  return out;
+}
+
+// Why `t` names no target any CUDA release builds, for an error message:
+// "sm_80a": "no CUDA release builds sm_80a; architecture-specific targets
+// exist for 9.0, 10.0, ...".
+std::string missing_target(const ArchTarget& t, const KnownTargets& known) {
+  const std::string code = std::to_string(t.cc.major()) + std::to_string(t.cc.minor());
+  switch (t.variant) {
+    case ArchVariant::arch_specific:
+      return "no CUDA release builds sm_" + code +
+             "a; architecture-specific (a) targets exist for " + listing(known.arch_specific);
+    case ArchVariant::family:
+      return "no CUDA release builds sm_" + code + "f; family-specific (f) targets exist for " +
+             listing(known.family);
+    case ArchVariant::portable:
+      break;
+  }
+  const std::string same_major = listing(known.portable, t.cc.major());
+  std::string out = "no CUDA release builds for compute capability " + t.cc.str();
+  if (!same_major.empty()) {
+    out += "; the " + std::to_string(t.cc.major()) + ".x targets are " + same_major;
+  } else {
+    out += "; known targets run from " + known.portable.begin()->str() + " to " +
+           known.portable.rbegin()->str();
+  }
+  return out;
+}
+
+// Each name of the matrix once, in file order (combined names first, as
+// PyTorch's replacement needs), with the entry for `cuda`.
+std::vector<const NamedArchitecture*> names_for(const CompatDb& db,
+                                                std::optional<CudaVersion> cuda) {
+  std::vector<const NamedArchitecture*> out;
+  for (const NamedArchitecture& a : db.architectures) {
+    const bool seen = std::any_of(out.begin(), out.end(),
+                                  [&](const NamedArchitecture* n) { return n->name == a.name; });
+    if (!seen) out.push_back(db.architecture(a.name, cuda));
+  }
+  return out;
+}
+
+std::string without_ptx(std::string_view text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size();) {
+    if (text.substr(i, 4) == "+PTX") {
+      i += 4;
+    } else {
+      out += text[i++];
+    }
+  }
+  return out;
+}
+
+// cpp_extension's `for named_arch, archival in named_arches.items():
+// _arch_list = _arch_list.replace(named_arch, archival)` on one entry;
+// `keep_ptx` false drops the expansions' own "+PTX" (the CMake reading).
+std::string replace_names(std::string_view entry,
+                          const std::vector<const NamedArchitecture*>& names, bool keep_ptx,
+                          bool* replaced) {
+  std::string text(entry);
+  for (const NamedArchitecture* name : names) {
+    const std::string expansion = keep_ptx ? name->arch_list : without_ptx(name->arch_list);
+    std::string out;
+    std::size_t from = 0;
+    for (std::size_t at = text.find(name->name); at != std::string::npos;
+         at = text.find(name->name, from)) {
+      out.append(text, from, at - from);
+      out += expansion;
+      from = at + name->name.size();
+      if (replaced != nullptr) *replaced = true;
+    }
+    out.append(text, from, std::string::npos);
+    text = std::move(out);
+  }
+  return text;
+}
+
+// A spelling of `entry` that PyTorch accepts, when a case slip is all that
+// keeps it out: "ampere" -> "Ampere", "kepler+tesla+ptx" -> "Kepler+Tesla+PTX",
+// "8.0+ptx" -> "8.0+PTX", "9.0A" -> "9.0a". Empty when there is none.
+std::string accepted_spelling(std::string_view entry,
+                              const std::vector<const NamedArchitecture*>& names,
+                              const KnownTargets& known) {
+  std::string_view base = entry;
+  std::string ptx;
+  if (base.size() > 4 && iequals(base.substr(base.size() - 4), "+PTX")) {
+    base.remove_suffix(4);
+    ptx = "+PTX";
+  }
+  for (const NamedArchitecture* name : names) {
+    if (iequals(name->name, base)) return name->name + ptx;
+  }
+  std::string numeric(base);
+  if (!numeric.empty() && (numeric.back() == 'A' || numeric.back() == 'F')) {
+    numeric.back() = static_cast<char>(std::tolower(static_cast<unsigned char>(numeric.back())));
+  }
+  numeric += ptx;
+  if (numeric == entry) return {};
+  if (auto t = parse_torch_numeric(numeric); t && known.has(*t)) return numeric;
+  return {};
+}
+
+// One entry of TORCH_CUDA_ARCH_LIST, read as cpp_extension reads it.
+Expected<std::vector<ArchTarget>> parse_torch_entry(
+    std::string_view entry, const std::vector<const NamedArchitecture*>& names,
+    const KnownTargets& known, ArchListReading reading) {
+  const std::string where = quote(entry) + " in TORCH_CUDA_ARCH_LIST";
+  bool replaced = false;
+  const std::string expanded = replace_names(entry, names, true, &replaced);
+  if (replaced) {
+    // A name the matrix expands badly is the matrix's fault, not the entry's.
+    for (const NamedArchitecture* name : names) {
+      if (entry.find(name->name) == std::string_view::npos) continue;
+      const std::vector<std::string_view> parts = split_entries(name->arch_list);
+      if (parts.empty()) {
+        return Error{
+            "", "named CUDA arch " + quote(name->name) + " has an empty arch list in compat-db"};
+      }
+      for (std::string_view part : parts) {
+        auto t = parse_torch_numeric(part);
+        if (!t || part.find("(PTX)") != std::string_view::npos) {
+          return Error{"", "named CUDA arch " + quote(name->name) + " expands to " +
+                               quote(name->arch_list) + " in compat-db, whose entry " +
+                               quote(part) + " is not X.Y, X.Y+PTX or X.Ya"};
+        }
+      }
+    }
+  }
+  std::vector<ArchTarget> out;
+  for (std::string_view part : split_torch_entries(expanded)) {
+    auto t = parse_torch_numeric(part);
+    if (t && !replaced && !known.has(*t)) {
+      return Error{"", "unknown CUDA arch " + where + ": " + missing_target(*t, known)};
+    }
+    if (!t || (replaced && part.find("(PTX)") != std::string_view::npos)) {
+      if (replaced) {
+        std::string message = where + " reads as " + quote(expanded) + " in PyTorch, whose " +
+                              quote(part) + " is no CUDA arch";
+        std::string_view bare = entry;
+        if (consume_suffix(bare, "+PTX")) {
+          const std::string members = replace_names(bare, names, false, nullptr);
+          std::string each;
+          for (std::string_view m : split_torch_entries(members)) {
+            if (!each.empty()) each += ';';
+            each += std::string(m) + "+PTX";
+          }
+          message += ": " + quote(bare) + " already carries PTX for its newest member; write " +
+                     quote(bare) + ", or its members with PTX, " + quote(each);
+        }
+        return Error{"", message};
+      }
+      std::string message = "unknown CUDA arch " + where + ": ";
+      const std::string spelling = accepted_spelling(entry, names, known);
+      if (!spelling.empty()) {
+        message += "PyTorch reads names and \"+PTX\" case-sensitively; write " + quote(spelling);
+      } else {
+        message += kTorchExpected;
+      }
+      return Error{"", message};
+    }
+    if (!known.has(*t)) {
+      return Error{"", "CUDA arch " + where + " reads as " + quote(expanded) + ", whose " +
+                           quote(part) + " names no target: " + missing_target(*t, known)};
+    }
+    out.push_back(*t);
+  }
+  if (replaced && reading == ArchListReading::cmake) {
+    // Same entries, without the PTX the names' expansions bring.
+    out.clear();
+    const std::string strict = replace_names(entry, names, false, nullptr);
+    for (std::string_view part : split_torch_entries(strict)) {
+      out.push_back(*parse_torch_numeric(part));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 ArchSet::ArchSet(std::vector<ArchTarget> targets) {
@@ -152,21 +387,15 @@ ArchSet::ArchSet(std::vector<ArchTarget> targets) {
   }
 }
 
-bool ArchSet::runs_on(ComputeCapability cc, ArchMatch match) const {
+bool ArchSet::runs_on(ComputeCapability cc, ArchMatch match, const CompatDb& db) const {
+  const bool tegra_device = db.is_tegra(cc);
   for (const ArchTarget& t : targets_) {
     if (t.sass) {
-      if (match == ArchMatch::exact) {
+      if (match == ArchMatch::exact || t.variant == ArchVariant::arch_specific || tegra_device ||
+          db.is_tegra(t.cc)) {
         if (t.cc == cc) return true;
-      } else {
-        switch (t.variant) {
-          case ArchVariant::portable:
-          case ArchVariant::family:
-            if (cc_at_least_in_family(t.cc, cc)) return true;
-            break;
-          case ArchVariant::arch_specific:
-            if (t.cc == cc) return true;
-            break;
-        }
+      } else if (cc_at_least_in_family(t.cc, cc)) {
+        return true;
       }
     }
     if (t.ptx) {
@@ -191,54 +420,72 @@ std::optional<ComputeCapability> ArchSet::oldest() const {
   return targets_.front().cc;  // sorted by capability first
 }
 
-std::string ArchSet::str() const {
-  std::string out;
-  for (const ArchTarget& t : targets_) {
-    if (!out.empty()) out += ';';
-    out += t.cc.str();
-    out += suffix_of(t.variant);
-    if (t.sass && t.ptx) {
-      out += "+PTX";
-    } else if (t.ptx) {
-      out += "(PTX)";
-    }
+std::string target_str(const ArchTarget& t) {
+  std::string out = t.cc.str();
+  out += suffix_of(t.variant);
+  if (t.sass && t.ptx) {
+    out += "+PTX";
+  } else if (t.ptx) {
+    out += "(PTX)";
   }
   return out;
 }
 
-Expected<ArchSet> parse_torch_arch_list(std::string_view text, const CompatDb& db) {
+std::string ArchSet::str() const {
+  std::string out;
+  for (const ArchTarget& t : targets_) {
+    if (!out.empty()) out += ';';
+    out += target_str(t);
+  }
+  return out;
+}
+
+bool torch_arch_list_is_native(std::string_view text) {
+  return text == "native";
+}
+
+bool cmake_arch_list_is_native(std::string_view text) {
   const std::vector<std::string_view> entries = split_entries(text);
-  if (entries.empty()) {
+  return std::any_of(entries.begin(), entries.end(),
+                     [](std::string_view e) { return iequals(e, "native"); });
+}
+
+Expected<ArchSet> parse_torch_arch_list(std::string_view text, const CompatDb& db,
+                                        std::optional<CudaVersion> cuda, ArchListReading reading) {
+  const std::vector<std::string_view> separated = split_entries(text);
+  if (separated.empty()) {
     return Error{"", "empty TORCH_CUDA_ARCH_LIST: " + std::string(kTorchExpected) +
                          ", separated by ';' or spaces"};
   }
+  if (torch_arch_list_is_native(text)) {
+    return Error{"",
+                 "TORCH_CUDA_ARCH_LIST \"native\" builds for the GPUs of the machine that ran the "
+                 "build, which the image does not record: name the architectures, such as " +
+                     quote(std::string("8.0;9.0"))};
+  }
+  // cpp_extension turns spaces into ';' and nothing else: a tab or a line
+  // break stays inside an entry, which no valid entry contains.
+  if (const std::size_t at = text.find_first_of("\t\n\r\v\f"); at != std::string_view::npos) {
+    return Error{"", "TORCH_CUDA_ARCH_LIST " + quote(text) + " contains " +
+                         quote(text.substr(at, 1)) +
+                         ", which PyTorch does not read as a separator (only ';' and spaces "
+                         "are): write " +
+                         quote(join(separated, ";"))};
+  }
+  const std::vector<std::string_view> entries = split_torch_entries(text);
+  if (entries.size() != separated.size()) {
+    return Error{"", "TORCH_CUDA_ARCH_LIST " + quote(text) +
+                         " has an empty entry, which PyTorch refuses (a leading, trailing or "
+                         "doubled ';' or space): write " +
+                         quote(join(separated, ";"))};
+  }
+  const std::vector<const NamedArchitecture*> names = names_for(db, cuda);
+  const KnownTargets known(db);
   std::vector<ArchTarget> targets;
   for (std::string_view entry : entries) {
-    if (auto t = parse_torch_numeric(entry)) {
-      targets.push_back(*t);
-      continue;
-    }
-    const NamedArchitecture* named = db.architecture(entry);
-    if (named == nullptr || !iequals(named->name, entry)) {
-      return Error{"", "unknown CUDA arch " + quote(entry) +
-                           " in TORCH_CUDA_ARCH_LIST: " + std::string(kTorchExpected)};
-    }
-    // A named generation expands to numeric entries only: names inside its
-    // expansion would let the data recurse.
-    const std::vector<std::string_view> expansion = split_entries(named->arch_list);
-    if (expansion.empty()) {
-      return Error{
-          "", "named CUDA arch " + quote(named->name) + " has an empty arch list in compat-db"};
-    }
-    for (std::string_view part : expansion) {
-      auto t = parse_torch_numeric(part);
-      if (!t) {
-        return Error{"", "named CUDA arch " + quote(named->name) + " expands to " +
-                             quote(named->arch_list) + " in compat-db, whose entry " + quote(part) +
-                             " is not X.Y, X.Y+PTX or X.Ya"};
-      }
-      targets.push_back(*t);
-    }
+    auto parsed = parse_torch_entry(entry, names, known, reading);
+    if (!parsed) return parsed.error();
+    targets.insert(targets.end(), parsed->begin(), parsed->end());
   }
   return ArchSet(std::move(targets));
 }
@@ -250,9 +497,14 @@ Expected<ArchSet> parse_cmake_arch_list(std::string_view text, const CompatDb& d
     return Error{"",
                  "empty CUDA_ARCHITECTURES: " + std::string(kCmakeExpected) + ", separated by ';'"};
   }
+  const KnownTargets known(db);
   std::vector<ArchTarget> targets;
   for (std::string_view entry : entries) {
     if (auto t = parse_cmake_numeric(entry)) {
+      if (!known.has(*t)) {
+        return Error{"", "unknown CUDA architecture " + quote(entry) +
+                             " in CUDA_ARCHITECTURES: " + missing_target(*t, known)};
+      }
       targets.push_back(*t);
       continue;
     }
@@ -265,9 +517,11 @@ Expected<ArchSet> parse_cmake_arch_list(std::string_view text, const CompatDb& d
                              "(cudagate.io/cuda-version) or the architectures "
                              "(cudagate.io/arch-list)"};
       }
-      const CudaTargets* known = db.targets_for(*cuda);
+      const CudaTargets* known_release = db.targets_for(*cuda);
       const std::vector<ComputeCapability>* list = nullptr;
-      if (known != nullptr) list = major_only ? &known->all_major : &known->all;
+      if (known_release != nullptr) {
+        list = major_only ? &known_release->all_major : &known_release->all;
+      }
       if (list == nullptr || list->empty()) {
         return Error{"", quote(entry) +
                              " in CUDA_ARCHITECTURES: compat-db does not know what "
@@ -296,6 +550,20 @@ Expected<ArchSet> parse_cmake_arch_list(std::string_view text, const CompatDb& d
                          " in CUDA_ARCHITECTURES: " + std::string(kCmakeExpected)};
   }
   return ArchSet(std::move(targets));
+}
+
+std::vector<ArchTarget> targets_not_built_by(const ArchSet& set, CudaVersion cuda,
+                                             const CompatDb& db) {
+  std::vector<ArchTarget> out;
+  const CudaTargets* release = db.targets_for(cuda);
+  if (release == nullptr || release->all.empty()) return out;
+  for (const ArchTarget& t : set.targets()) {
+    const std::vector<ComputeCapability>* list = &release->all;
+    if (t.variant == ArchVariant::arch_specific) list = &release->arch_specific;
+    if (t.variant == ArchVariant::family) list = &release->family_specific;
+    if (std::find(list->begin(), list->end(), t.cc) == list->end()) out.push_back(t);
+  }
+  return out;
 }
 
 }  // namespace cudagate

@@ -141,6 +141,8 @@ void metadata_key(std::string& key, const Workload& workload, const ContainerSpe
                   const Policy& policy, const RegistryFacts* registry, const FlagValues* flags) {
   constexpr std::string_view kAnnotationPrefix = "cudagate.io/";
   key.clear();
+  // How TORCH_CUDA_ARCH_LIST names expand is the policy's.
+  key += policy.arch_list_reading == ArchListReading::cmake ? 'C' : 'P';
   append_text(key, container.image);
   append_text(key, container.name);
   if (const CatalogEntry* entry = policy.catalog_entry(container.image)) {

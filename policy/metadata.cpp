@@ -503,8 +503,16 @@ class Resolver {
       md.archs.name = name;
       if (!v->value) return std::nullopt;
       md.archs.text = std::string(*v->value);
-      auto parsed = name == kTorchArchList ? parse_torch_arch_list(*v->value, db_)
-                                           : parse_cmake_arch_list(*v->value, db_, md.cuda.value);
+      const bool torch = name == kTorchArchList;
+      if (torch ? torch_arch_list_is_native(*v->value) : cmake_arch_list_is_native(*v->value)) {
+        md.archs_unknown = std::string(name) + " is \"" + md.archs.text +
+                           "\": the image was built for the GPUs of the machine that built it, "
+                           "which the image does not record";
+        return std::nullopt;
+      }
+      auto parsed =
+          torch ? parse_torch_arch_list(*v->value, db_, md.cuda.value, policy_.arch_list_reading)
+                : parse_cmake_arch_list(*v->value, db_, md.cuda.value);
       if (parsed) {
         md.archs.value = std::move(*parsed);
       } else if (v->source == Source::env) {
@@ -566,14 +574,18 @@ class Resolver {
   }
 
   std::optional<Error> override_archs(ContainerMetadata& md, const FlagValues* flags) const {
-    auto parse = [this](std::string_view text) { return parse_torch_arch_list(text, db_); };
+    auto parse = [this, &md](std::string_view text) {
+      return parse_torch_arch_list(text, db_, md.cuda.value, policy_.arch_list_reading);
+    };
     if (auto a = annotation(kAnnotationArchs)) {
       if (auto err = apply(md.archs, Source::annotation, a->first, *a->second, parse)) return err;
+      md.archs_unknown.clear();
     }
     if (flags != nullptr && flags->arch_list) {
       if (auto err = apply(md.archs, Source::flag, "--arch-list", *flags->arch_list, parse)) {
         return err;
       }
+      md.archs_unknown.clear();
     }
     return std::nullopt;
   }

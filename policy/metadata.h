@@ -65,6 +65,9 @@ struct ContainerMetadata {
   Sourced<RequirementSet> require;
   Sourced<ComputeCapability> min_cc;
   bool require_disabled = false;  // NVIDIA_DISABLE_REQUIRE is true
+  // Why archs is unknown although the image names its architectures (its
+  // list is "native": the GPUs of the build machine); empty otherwise.
+  std::string archs_unknown;
 };
 
 // Resolves one container's metadata. Values that a person wrote (annotations,
@@ -81,7 +84,9 @@ struct ContainerMetadata {
 // an invalid term fails a node only where evaluation reaches it (see
 // requirement.h). A pod variable set with valueFrom hides the image's value
 // and cannot be read at admission: the value it would give (cuda, archs, or
-// any requirement) is unknown.
+// any requirement) is unknown. TORCH_CUDA_ARCH_LIST is read for the resolved
+// CUDA release and the policy's archListReading; a list that is "native"
+// leaves archs unknown with archs_unknown saying why.
 //
 // Inference through compat-db image rules: "cuda-base" and "ngc-release"
 // give the image's CUDA_VERSION and NVIDIA_REQUIRE_CUDA (forward-compatible

@@ -98,14 +98,23 @@ class PolicyReader {
     if (!root.IsMap()) {
       return fail(root, "", "expected a Policy mapping (apiVersion, kind, mode, ...)");
     }
-    const auto fields = {"apiVersion",     "kind",
-                         "mode",           "mutate",
-                         "partial",        "unknownImage",
-                         "unknownNode",    "noCandidates",
-                         "onError",        "minorVersionCompatibility",
-                         "archMatch",      "toolkitMode",
-                         "allowPodOptOut", "excludeNamespaces",
-                         "gpuResources",   "images",
+    const auto fields = {"apiVersion",
+                         "kind",
+                         "mode",
+                         "mutate",
+                         "partial",
+                         "unknownImage",
+                         "unknownNode",
+                         "noCandidates",
+                         "onError",
+                         "minorVersionCompatibility",
+                         "archMatch",
+                         "archListReading",
+                         "toolkitMode",
+                         "allowPodOptOut",
+                         "excludeNamespaces",
+                         "gpuResources",
+                         "images",
                          "registry"};
     std::optional<Error> err = for_each_field(
         root, "", fields,
@@ -140,6 +149,12 @@ class PolicyReader {
             return read_enum<ArchMatch>(value, path,
                                         {{"cuda", ArchMatch::cuda}, {"exact", ArchMatch::exact}},
                                         policy.arch_match);
+          }
+          if (key == "archListReading") {
+            return read_enum<ArchListReading>(value, path,
+                                              {{"cpp-extension", ArchListReading::cpp_extension},
+                                               {"cmake", ArchListReading::cmake}},
+                                              policy.arch_list_reading);
           }
           if (key == "toolkitMode") {
             return read_enum<ToolkitMode>(

@@ -68,6 +68,7 @@ struct Policy {
   Action on_error = Action::allow;  // allow | deny only
   bool minor_version_compatibility = false;
   ArchMatch arch_match = ArchMatch::cuda;
+  ArchListReading arch_list_reading = ArchListReading::cpp_extension;
   ToolkitMode toolkit_mode = ToolkitMode::legacy;
   bool allow_pod_opt_out = false;
   std::vector<std::string> exclude_namespaces = {"kube-system"};

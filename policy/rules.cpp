@@ -20,6 +20,9 @@ constexpr std::string_view kFixCudaUnknown =
     "annotate the pod with cudagate.io/cuda-version (the CUDA release the image was built with)";
 constexpr std::string_view kFixArchsUnknown =
     "annotate the pod with cudagate.io/arch-list (the architectures the image was compiled for)";
+constexpr std::string_view kFixArchListAndCuda =
+    "correct the image's arch list or CUDA version, or annotate the pod with "
+    "cudagate.io/arch-list and cudagate.io/cuda-version (what the image was built with)";
 
 // Collects the findings of one container on one group.
 class Check {
@@ -308,24 +311,36 @@ class Check {
 
   void gpu_arch() {
     if (md_.archs.value && !md_.archs.value->empty()) {
+      const ArchSet& archs = *md_.archs.value;
+      if (md_.cuda.value && !cannot_build(archs, *md_.cuda.value).empty()) return;
       if (!node_.cc) {
         unknown(kRuleGpuArch, "the node's compute capability is unknown", kFixCcUnknown);
         return;
       }
-      const ArchSet& archs = *md_.archs.value;
       const ComputeCapability cc = *node_.cc;
-      if (archs.runs_on(cc, policy_.arch_match)) return;
+      if (archs.runs_on(cc, policy_.arch_match, db_)) return;
       std::string message = "compiled for " + archs.str() + " (" + origin(md_.archs) +
                             "); no kernel image for compute capability " + cc.str() +
                             product_suffix();
-      if (policy_.arch_match == ArchMatch::exact && archs.runs_on(cc, ArchMatch::cuda)) {
+      if (policy_.arch_match == ArchMatch::exact && archs.runs_on(cc, ArchMatch::cuda, db_)) {
         message += " under archMatch: exact (only SASS built for exactly " + cc.str() +
                    ", or PTX, counts)";
+      }
+      if (db_.is_tegra(cc) ||
+          std::any_of(archs.targets().begin(), archs.targets().end(),
+                      [&](const ArchTarget& t) { return t.sass && db_.is_tegra(t.cc); })) {
+        message +=
+            " (Tegra GPUs run only SASS built for exactly their capability, and no SASS of "
+            "another kind)";
       }
       fail(kRuleGpuArch, std::move(message), add_arch_fix(archs, cc));
       return;
     }
-    if (!md_.cuda.value) return;  // nothing to judge the architectures by
+    if (!md_.cuda.value) {
+      // Nothing to judge the architectures by, unless the image says why.
+      if (!md_.archs_unknown.empty()) unknown(kRuleGpuArch, md_.archs_unknown, kFixArchsUnknown);
+      return;
+    }
     const CudaVersion cuda = *md_.cuda.value;
     const CudaTargets* targets = db_.targets_for(cuda);
     if (targets == nullptr || targets->all.empty()) return;
@@ -349,7 +364,29 @@ class Check {
                   product_suffix() + " (newest target " + newest->str() +
                   "); it runs there only if the image carries PTX",
               kFixArchsUnknown);
+    } else if (!md_.archs_unknown.empty()) {
+      unknown(kRuleGpuArch, md_.archs_unknown, kFixArchsUnknown);
     }
+  }
+
+  // The targets of `archs` that the image's CUDA release cannot build, with
+  // an unknown finding when there are any: an image built with that release
+  // cannot carry them, so the list or the release is not what the image has.
+  std::vector<ArchTarget> cannot_build(const ArchSet& archs, CudaVersion cuda) {
+    std::vector<ArchTarget> missing = targets_not_built_by(archs, cuda, db_);
+    if (missing.empty()) return missing;
+    std::string names;
+    for (const ArchTarget& t : missing) {
+      if (!names.empty()) names += ", ";
+      names += target_str(t);
+    }
+    unknown(kRuleGpuArch,
+            "compiled for " + archs.str() + " (" + origin(md_.archs) + "), but CUDA " + cuda.str() +
+                " (" + origin(md_.cuda) + ") cannot build " + names +
+                ": no image built with that release carries it, so the list or the CUDA "
+                "version is not the image's",
+            kFixArchListAndCuda);
+    return missing;
   }
 
   // "add 7.5 to the arch list (TORCH_CUDA_ARCH_LIST="7.5;8.0"), or add +PTX

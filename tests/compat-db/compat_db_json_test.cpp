@@ -21,6 +21,17 @@ TEST(CompatDbJson, RoundTripsTheEmbeddedMatrix) {
   ASSERT_TRUE(again) << again.error().str();
   EXPECT_EQ(compat_db_to_json(*again).dump(), first);
   EXPECT_EQ(again->products.size(), embedded->products.size());
+  EXPECT_EQ(again->tegra.size(), embedded->tegra.size());
+  ASSERT_EQ(again->architectures.size(), embedded->architectures.size());
+  for (std::size_t i = 0; i < again->architectures.size(); ++i) {
+    EXPECT_EQ(again->architectures[i].cuda_since, embedded->architectures[i].cuda_since);
+    EXPECT_EQ(again->architectures[i].cuda_before, embedded->architectures[i].cuda_before);
+  }
+  ASSERT_EQ(again->cuda_targets.size(), embedded->cuda_targets.size());
+  for (std::size_t i = 0; i < again->cuda_targets.size(); ++i) {
+    EXPECT_EQ(again->cuda_targets[i].arch_specific, embedded->cuda_targets[i].arch_specific);
+    EXPECT_EQ(again->cuda_targets[i].family_specific, embedded->cuda_targets[i].family_specific);
+  }
   EXPECT_EQ(again->ngc_releases.size(), embedded->ngc_releases.size());
 }
 
@@ -30,13 +41,13 @@ TEST(CompatDbJson, KeepsTheInputShape) {
   const auto json = compat_db_to_json(*db);
   EXPECT_EQ(json.begin().key(), "schemaVersion");
   EXPECT_EQ(json["schemaVersion"], 1);
-  for (const char* section :
-       {"cudaReleases", "minorVersionCompat", "driverBranches", "cudaTargets", "products",
-        "cloudAccelerators", "architectures", "cudaImages", "ngcReleases", "imageRules"}) {
+  for (const char* section : {"cudaReleases", "minorVersionCompat", "driverBranches", "cudaTargets",
+                              "products", "cloudAccelerators", "architectures", "tegraCapabilities",
+                              "cudaImages", "ngcReleases", "imageRules"}) {
     ASSERT_TRUE(json.contains(section)) << section;
     EXPECT_FALSE(json[section].empty()) << section;
   }
-  EXPECT_EQ(json.size(), 11u);
+  EXPECT_EQ(json.size(), 12u);
 }
 
 TEST(CompatDbJson, AnEditedCopyIsValidatedLikeAnyFile) {

@@ -44,6 +44,7 @@ TEST(EmbeddedCompatDb, LoadsWithEverySectionFilled) {
   EXPECT_FALSE(loaded->products.empty());
   EXPECT_FALSE(loaded->cloud_accelerators.empty());
   EXPECT_FALSE(loaded->architectures.empty());
+  EXPECT_FALSE(loaded->tegra.empty());
   EXPECT_FALSE(loaded->cuda_images.empty());
   EXPECT_FALSE(loaded->ngc_releases.empty());
   EXPECT_FALSE(loaded->image_rules.empty());
@@ -64,6 +65,7 @@ TEST(EmbeddedCompatDb, EveryEntryNamesItsSource) {
   EXPECT_TRUE(sourced(db.products));
   EXPECT_TRUE(sourced(db.cloud_accelerators));
   EXPECT_TRUE(sourced(db.architectures));
+  EXPECT_TRUE(sourced(db.tegra));
   EXPECT_TRUE(sourced(db.cuda_images));
   EXPECT_TRUE(sourced(db.ngc_releases));
   EXPECT_TRUE(sourced(db.image_rules));
@@ -268,13 +270,75 @@ TEST(CompatDbLookup, ProductByCloudLabel) {
 }
 
 TEST(CompatDbLookup, NamedArchitecture) {
-  ASSERT_NE(embedded().architecture("Ampere"), nullptr);
-  EXPECT_EQ(embedded().architecture("Ampere")->arch_list, "8.0;8.6+PTX");
-  ASSERT_NE(embedded().architecture("ampere"), nullptr);
-  EXPECT_EQ(embedded().architecture("Ampere+Tegra")->arch_list, "8.7");
-  EXPECT_EQ(embedded().architecture("Blackwell")->arch_list, "10.0;12.0+PTX");
-  EXPECT_EQ(embedded().architecture("Kepler+Tesla")->arch_list, "3.7");
-  EXPECT_EQ(embedded().architecture("Rubin"), nullptr);
+  struct Row {
+    const char* name;
+    std::optional<CudaVersion> cuda;
+    const char* arch_list;  // nullptr: unknown name
+    const char* source;     // where the expansion comes from
+  };
+  const std::vector<Row> rows = {
+      {"Ampere", std::nullopt, "8.0;8.6+PTX", "cpp_extension.py _get_cuda_arch_flags"},
+      {"Ampere+Tegra", std::nullopt, "8.7", "cpp_extension.py _get_cuda_arch_flags"},
+      {"Kepler+Tesla", std::nullopt, "3.7", "cpp_extension.py _get_cuda_arch_flags"},
+      // PyTorch compares names case-sensitively (str.replace).
+      {"ampere", std::nullopt, nullptr, "cpp_extension.py: named_arches replaced as written"},
+      {"Rubin", std::nullopt, nullptr, "not in cpp_extension.py"},
+      // Thor's renumbering (pytorch PR #156176): 10.1 for CUDA 12, 11.0 for CUDA 13.
+      {"Blackwell+Tegra", CudaVersion(12, 8), "10.1", "cpp_extension.py @0011ec5c"},
+      {"Blackwell+Tegra", CudaVersion(12, 9), "10.1", "cpp_extension.py @0011ec5c"},
+      {"Blackwell+Tegra", CudaVersion(13, 0), "11.0", "cpp_extension.py after 9c5601ec"},
+      {"Blackwell+Tegra", std::nullopt, "11.0", "the newest meaning without a CUDA release"},
+      {"Blackwell", CudaVersion(12, 8), "10.0;12.0+PTX", "cpp_extension.py @0011ec5c"},
+      {"Blackwell", CudaVersion(13, 2), "10.0;10.3;12.0;12.1+PTX",
+       "cpp_extension.py after 9c5601ec"},
+      {"Hopper", CudaVersion(11, 8), "9.0+PTX", "one meaning for every release"},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(std::string(row.name) + " / " + row.source);
+    const NamedArchitecture* found = embedded().architecture(row.name, row.cuda);
+    if (row.arch_list == nullptr) {
+      EXPECT_EQ(found, nullptr);
+    } else {
+      ASSERT_NE(found, nullptr);
+      EXPECT_EQ(found->arch_list, row.arch_list);
+    }
+  }
+}
+
+TEST(CompatDbLookup, TegraCapabilities) {
+  // CUDA Programming Guide, Binary Compatibility: no cubin compatibility on
+  // Tegra. Every Jetson product's capability is one; discrete ones are not.
+  for (const Product& p : embedded().products) {
+    const bool jetson = p.name.rfind("Jetson", 0) == 0;
+    EXPECT_EQ(embedded().is_tegra(p.cc), jetson) << p.name;
+  }
+  EXPECT_TRUE(embedded().is_tegra(ComputeCapability(10, 1)));  // Thor before CUDA 13
+  EXPECT_FALSE(embedded().is_tegra(ComputeCapability(8, 6)));
+  EXPECT_FALSE(embedded().is_tegra(ComputeCapability(12, 1)));  // GB10 is not a Jetson
+}
+
+TEST(CompatDbLookup, SpecialTargetsPerRelease) {
+  // Which "a" and "f" targets exist: sm_90a from CUDA 12.0
+  // (select_compute_arch.cmake), f targets from CUDA 12.9 (NVIDIA's CUDA 12.9
+  // family-specific blog), sm_101 renamed sm_110 in CUDA 13.0.
+  EXPECT_TRUE(embedded().targets_for(cuda("11.8"))->arch_specific.empty());
+  EXPECT_EQ(strs(embedded().targets_for(cuda("12.4"))->arch_specific),
+            (std::vector<std::string>{"9.0"}));
+  EXPECT_TRUE(embedded().targets_for(cuda("12.8"))->family_specific.empty());
+  const CudaTargets* t129 = embedded().targets_for(cuda("12.9"));
+  EXPECT_EQ(std::count(t129->family_specific.begin(), t129->family_specific.end(),
+                       ComputeCapability(10, 0)),
+            1);
+  EXPECT_EQ(std::count(t129->family_specific.begin(), t129->family_specific.end(),
+                       ComputeCapability(9, 0)),
+            0);
+  const CudaTargets* t130 = embedded().targets_for(cuda("13.0"));
+  EXPECT_EQ(
+      std::count(t130->arch_specific.begin(), t130->arch_specific.end(), ComputeCapability(11, 0)),
+      1);
+  EXPECT_EQ(
+      std::count(t130->arch_specific.begin(), t130->arch_specific.end(), ComputeCapability(10, 1)),
+      0);
 }
 
 TEST(CompatDbLookup, CudaImageRequirement) {
@@ -346,10 +410,11 @@ constexpr std::string_view kValid = R"({"schemaVersion": 1,
 "cudaReleases": [{"version": "12.4.1", "label": "12.4 Update 1", "minDriver": "550.54.15", "source": "s"}, {"version": "12.4", "label": "12.4 GA", "minDriver": "550.54.14", "source": "s"}],
 "minorVersionCompat": [{"cudaMajor": 12, "minDriver": "525.60.13", "source": "s"}],
 "driverBranches": [{"branch": 550, "cuda": "12.4", "source": "s"}, {"branch": 535, "cuda": "12.2", "designation": "LTSB", "source": "s"}],
-"cudaTargets": [{"since": "12.0", "all": ["8.0", "9.0"], "allMajor": ["8.0", "9.0"], "source": "s"}],
+"cudaTargets": [{"since": "12.0", "all": ["8.0", "9.0"], "allMajor": ["8.0", "9.0"], "archSpecific": ["9.0"], "source": "s"}],
 "products": [{"name": "T4", "aliases": ["Tesla T4"], "gfdNames": ["Tesla-T4"], "computeCapability": "7.5", "family": "turing", "brand": "unknown", "datacenter": true, "source": "s"}],
 "cloudAccelerators": [{"label": "cloud.google.com/gke-accelerator", "value": "nvidia-tesla-t4", "product": "T4", "source": "s"}],
-"architectures": [{"name": "Turing", "archList": "7.5+PTX", "source": "s"}],
+"architectures": [{"name": "Turing", "archList": "7.5+PTX", "source": "s"}, {"name": "Hopper", "archList": "9.0", "cudaBefore": "12.0", "source": "s"}, {"name": "Hopper", "archList": "9.0+PTX", "cudaSince": "12.0", "source": "s"}],
+"tegraCapabilities": [{"computeCapability": "8.7", "devices": "Jetson AGX Orin", "source": "s"}],
 "cudaImages": [{"cudaVersion": "12.4.1", "requireCuda": "cuda>=12.4 brand=tesla,driver>=470,driver<471", "source": "s"}],
 "ngcReleases": [{"release": "24.01", "cudaVersion": "12.3.2", "minDriver": "545", "forwardCompat": ["470.57"], "minComputeCapability": "6.0", "source": "s"}],
 "imageRules": [{"repositories": ["*"], "kind": "cuda-tag", "source": "s"}]}
@@ -385,6 +450,12 @@ TEST(LoadCompatDb, SmallMatrixLoadsSorted) {
   EXPECT_TRUE(db->products[0].datacenter);
   EXPECT_EQ(db->ngc_releases[0].min_driver->str(), "545.0");  // a bare branch
   EXPECT_EQ(db->min_driver_for(CudaVersion(12, 4))->str(), "550.54.14");
+  EXPECT_EQ(strs(db->cuda_targets[0].arch_specific), (std::vector<std::string>{"9.0"}));
+  EXPECT_TRUE(db->cuda_targets[0].family_specific.empty());
+  EXPECT_EQ(db->architecture("Hopper", CudaVersion(11, 8))->arch_list, "9.0");
+  EXPECT_EQ(db->architecture("Hopper", CudaVersion(12, 4))->arch_list, "9.0+PTX");
+  EXPECT_EQ(db->architecture("Hopper")->arch_list, "9.0+PTX");
+  EXPECT_TRUE(db->is_tegra(ComputeCapability(8, 7)));
 }
 
 TEST(LoadCompatDb, RevisionFollowsContent) {
@@ -442,8 +513,8 @@ TEST(LoadCompatDb, RefusesBadInputNamingThePlace) {
        "of the files"},
       {"unknown section", replaced("\"imageRules\"", "\"imageRule\""),
        "test.json: imageRule: unknown section (expected one of: cudaReleases, minorVersionCompat, "
-       "driverBranches, cudaTargets, products, cloudAccelerators, architectures, cudaImages, "
-       "ngcReleases, imageRules)"},
+       "driverBranches, cudaTargets, products, cloudAccelerators, architectures, "
+       "tegraCapabilities, cudaImages, ngcReleases, imageRules)"},
       {"entry not an object", replaced("\"architectures\": [{", "\"architectures\": [7, {"),
        "test.json: architectures[0]: expected an object, got a number"},
       {"unknown field",
@@ -536,6 +607,37 @@ TEST(LoadCompatDb, RefusesBadInputNamingThePlace) {
        replaced("\"forwardCompat\": [\"470.57\"]", "\"forwardCompat\": [\"470\"]"),
        "test.json: ngcReleases[0].forwardCompat[0]: expected a driver version like 535.129.03 or "
        "570.26, got \"470\""},
+      {"a target outside all",
+       replaced("\"archSpecific\": [\"9.0\"]", "\"archSpecific\": [\"8.0\", \"8.6\"]"),
+       "test.json: cudaTargets[0].archSpecific[1]: 8.6 is not in \"all\"; an "
+       "architecture-specific target is a subset of all"},
+      {"f targets out of order",
+       replaced("\"archSpecific\": [\"9.0\"]", "\"familySpecific\": [\"9.0\", \"8.0\"]"),
+       "test.json: cudaTargets[0].familySpecific[1]: expected capabilities in ascending order "
+       "without repeats, got 8.0 after 9.0"},
+      {"empty CUDA range",
+       replaced("\"cudaBefore\": \"12.0\"", "\"cudaSince\": \"12.0\", \"cudaBefore\": \"12.0\""),
+       "test.json: architectures[1].cudaBefore: expected a CUDA release after cudaSince 12.0, got "
+       "12.0"},
+      {"overlapping meanings", replaced("\"cudaSince\": \"12.0\"", "\"cudaSince\": \"11.8\""),
+       "test.json: architectures[2].name: repeats architectures[1] for the same CUDA releases; "
+       "entries of one name need cudaSince/cudaBefore ranges that do not overlap"},
+      {"a name twice without ranges",
+       replaced("\"name\": \"Hopper\", \"archList\": \"9.0\", \"cudaBefore\": \"12.0\"",
+                "\"name\": \"Turing\", \"archList\": \"7.5\""),
+       "test.json: architectures[1].name: repeats architectures[0] for the same CUDA releases; "
+       "entries of one name need cudaSince/cudaBefore ranges that do not overlap"},
+      {"a name spelt two ways",
+       replaced("\"name\": \"Hopper\", \"archList\": \"9.0+PTX\"",
+                "\"name\": \"HOPPER\", \"archList\": \"9.0+PTX\""),
+       "test.json: architectures[2].name: \"HOPPER\" is spelt differently in architectures[1]; "
+       "PyTorch compares names case-sensitively"},
+      {"tegra capability",
+       replaced("\"computeCapability\": \"8.7\"", "\"computeCapability\": \"orin\""),
+       "test.json: tegraCapabilities[0].computeCapability: expected a compute capability like 8.0 "
+       "or 9.0, got \"orin\""},
+      {"tegra devices", replaced("\"devices\": \"Jetson AGX Orin\", ", ""),
+       "test.json: tegraCapabilities[0].devices: required field is missing"},
       {"rule kind", replaced("\"kind\": \"cuda-tag\"", "\"kind\": \"cuda-tags\""),
        "test.json: imageRules[0].kind: expected one of cuda-base, ngc-release, cuda-tag, got "
        "\"cuda-tags\""},
@@ -550,8 +652,8 @@ TEST(LoadCompatDb, RefusesBadInputNamingThePlace) {
 TEST(LoadCompatDb, RefusesASectionThatIsNotAList) {
   auto db =
       load_one(replaced("\"architectures\": [{\"name\": \"Turing\", \"archList\": "
-                        "\"7.5+PTX\", \"source\": \"s\"}]",
-                        "\"architectures\": {\"Turing\": \"7.5+PTX\"}"));
+                        "\"7.5+PTX\", \"source\": \"s\"}, ",
+                        "\"architectures\": {\"Turing\": \"7.5+PTX\"}, \"unused\": ["));
   ASSERT_FALSE(db);
   EXPECT_EQ(db.error().str(),
             "test.json: architectures: expected an array of entries, got an object");

@@ -522,8 +522,8 @@ class Db(CliTestCase):
         self.assertTrue(out.startswith("compat-db revision "), out[:200])
         for title in ("CUDA releases", "Minor version compatibility", "Driver branches",
                       "Compute capabilities each CUDA release can target", "GPU products",
-                      "Cloud accelerator labels", "Named architectures", "nvidia/cuda images",
-                      "NGC framework releases", "Image inference rules"):
+                      "Cloud accelerator labels", "Named architectures", "Tegra capabilities",
+                      "nvidia/cuda images", "NGC framework releases", "Image inference rules"):
             self.assertIn(title, out)
         self.assertRegex(out, r"\n  12\.4\.1 +12\.4 Update 1 +550\.54\.15 ")
         self.assertRegex(out, r"\n  R535 +12\.2 ")
@@ -535,8 +535,8 @@ class Db(CliTestCase):
         db = self.show_json()
         self.assertEqual(db["schemaVersion"], 1)
         for section in ("cudaReleases", "minorVersionCompat", "driverBranches", "cudaTargets",
-                        "products", "cloudAccelerators", "architectures", "cudaImages",
-                        "ngcReleases", "imageRules"):
+                        "products", "cloudAccelerators", "architectures", "tegraCapabilities",
+                        "cudaImages", "ngcReleases", "imageRules"):
             self.assertIsInstance(db[section], list)
             self.assertGreater(len(db[section]), 0, section)
             for entry in db[section]:

@@ -35,7 +35,12 @@ void exercise(const cudagate::CompatDb& db) {
   }
   for (const cudagate::NamedArchitecture& architecture : db.architectures) {
     check(db.architecture(architecture.name) != nullptr);
+    // Ranges of one name do not overlap, so a release inside one finds its entry.
+    if (architecture.cuda_since) {
+      check(db.architecture(architecture.name, architecture.cuda_since) == &architecture);
+    }
   }
+  for (const cudagate::TegraCapability& tegra : db.tegra) check(db.is_tegra(tegra.cc));
   for (const cudagate::CudaImage& image : db.cuda_images)
     check(db.cuda_image(image.cuda_version) == &image);
   for (const cudagate::NgcRelease& release : db.ngc_releases)

@@ -265,7 +265,7 @@ TEST(Metadata, CmakeAllExpandsForTheResolvedCuda) {
   const ContainerMetadata md =
       resolve_ok(workload(kImage, {{"CUDA_VERSION", "12.4"}, {"CUDAARCHS", "all-major"}}));
   ASSERT_TRUE(md.archs.value);
-  EXPECT_TRUE(md.archs.value->runs_on(ComputeCapability(9, 0), ArchMatch::cuda));
+  EXPECT_TRUE(md.archs.value->runs_on(ComputeCapability(9, 0), ArchMatch::cuda, db()));
   // The annotation's CUDA version is the one "all" expands against.
   const ContainerMetadata annotated =
       resolve_ok(workload(kImage, {{"CUDAARCHS", "all"}}, {{"cudagate.io/cuda-version", "12.4"}}));
@@ -481,6 +481,66 @@ TEST(Metadata, DisabledRequirementsAreNotRead) {
   EXPECT_FALSE(md.require.value);
   EXPECT_EQ(md.require.text, "NVIDIA_DISABLE_REQUIRE=true");
   EXPECT_EQ(cuda_of(md), "12.4");  // what the image says it was built with
+}
+
+TEST(Metadata, NativeArchListsAreUnknownWithTheirReason) {
+  // cpp_extension _get_cuda_arch_flags: "native" builds for the visible
+  // GPUs; CMake CUDA_ARCHITECTURES "native" for the build host's.
+  for (const std::string name : {"TORCH_CUDA_ARCH_LIST", "CUDAARCHS"}) {
+    SCOPED_TRACE(name);
+    const ContainerMetadata md =
+        resolve_ok(workload(kImage, {{"CUDA_VERSION", "12.4"}, {name, "native"}}));
+    EXPECT_FALSE(md.archs.value);
+    EXPECT_EQ(md.archs.source, Source::env);
+    EXPECT_EQ(md.archs.name, name);
+    EXPECT_EQ(md.archs_unknown,
+              name +
+                  " is \"native\": the image was built for the GPUs of the machine that built "
+                  "it, which the image does not record");
+  }
+  // An annotation wins, and says what the image carries.
+  const ContainerMetadata annotated = resolve_ok(
+      workload(kImage, {{"TORCH_CUDA_ARCH_LIST", "native"}}, {{"cudagate.io/arch-list", "8.0"}}));
+  EXPECT_EQ(archs_of(annotated), "8.0");
+  EXPECT_TRUE(annotated.archs_unknown.empty());
+  // A person declaring "native" declares nothing.
+  auto declared = resolve(workload(kImage, {}, {{"cudagate.io/arch-list", "native"}}));
+  ASSERT_FALSE(declared);
+  EXPECT_THAT(declared.error().str(),
+              StartsWith("container \"train\": annotation cudagate.io/arch-list: "
+                         "TORCH_CUDA_ARCH_LIST \"native\" builds for the GPUs"));
+}
+
+TEST(Metadata, ArchListNamesFollowTheImagesCudaAndThePolicysReading) {
+  struct Row {
+    std::string cuda;
+    std::string list;
+    ArchListReading reading;
+    std::string archs;
+    const char* source;
+  };
+  const std::vector<Row> rows = {
+      {"12.8", "Blackwell+Tegra", ArchListReading::cpp_extension, "10.1",
+       "cpp_extension.py @0011ec5c"},
+      {"13.0", "Blackwell+Tegra", ArchListReading::cpp_extension, "11.0",
+       "cpp_extension.py after pytorch PR #156176"},
+      {"12.4", "Ampere", ArchListReading::cpp_extension, "8.0;8.6+PTX", "cpp_extension.py"},
+      {"12.4", "Ampere", ArchListReading::cmake, "8.0;8.6", "select_compute_arch.cmake"},
+      {"12.4", "Ampere+Tegra+PTX", ArchListReading::cmake, "8.7+PTX", "select_compute_arch.cmake"},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.list + " with CUDA " + row.cuda + " (" + row.source + ")");
+    Policy policy;
+    policy.arch_list_reading = row.reading;
+    const ContainerMetadata md = resolve_ok(
+        workload(kImage, {{"CUDA_VERSION", row.cuda}, {"TORCH_CUDA_ARCH_LIST", row.list}}), policy);
+    EXPECT_EQ(archs_of(md), row.archs);
+    // The annotation is read the same way.
+    const ContainerMetadata annotated = resolve_ok(
+        workload(kImage, {{"CUDA_VERSION", row.cuda}}, {{"cudagate.io/arch-list", row.list}}),
+        policy);
+    EXPECT_EQ(archs_of(annotated), row.archs);
+  }
 }
 
 TEST(Metadata, ValueFromHidesTheImageValue) {

@@ -48,6 +48,7 @@ void expect_defaults(const Policy& p) {
   EXPECT_EQ(p.on_error, Action::allow);
   EXPECT_FALSE(p.minor_version_compatibility);
   EXPECT_EQ(p.arch_match, ArchMatch::cuda);
+  EXPECT_EQ(p.arch_list_reading, ArchListReading::cpp_extension);
   EXPECT_EQ(p.toolkit_mode, ToolkitMode::legacy);
   EXPECT_FALSE(p.allow_pod_opt_out);
   EXPECT_EQ(p.exclude_namespaces, std::vector<std::string>{"kube-system"});
@@ -177,6 +178,10 @@ TEST(ParsePolicy, EachValueOfEachEnumeratedField) {
       {"onError: deny", [](const Policy& p) { return p.on_error == Action::deny; }},
       {"archMatch: cuda", [](const Policy& p) { return p.arch_match == ArchMatch::cuda; }},
       {"archMatch: exact", [](const Policy& p) { return p.arch_match == ArchMatch::exact; }},
+      {"archListReading: cpp-extension",
+       [](const Policy& p) { return p.arch_list_reading == ArchListReading::cpp_extension; }},
+      {"archListReading: cmake",
+       [](const Policy& p) { return p.arch_list_reading == ArchListReading::cmake; }},
       {"toolkitMode: legacy",
        [](const Policy& p) { return p.toolkit_mode == ToolkitMode::legacy; }},
       {"toolkitMode: cdi", [](const Policy& p) { return p.toolkit_mode == ToolkitMode::cdi; }},
@@ -230,6 +235,9 @@ TEST(ParsePolicy, BadValuesNameFileLineAndField) {
        "policy.yaml:1: noCandidates: expected one of allow, warn, deny, got \"1\""},
       {"onError: warn", "policy.yaml:1: onError: expected one of allow, deny, got \"warn\""},
       {"archMatch: sass", "policy.yaml:1: archMatch: expected one of cuda, exact, got \"sass\""},
+      {"archListReading: cpp_extension",
+       "policy.yaml:1: archListReading: expected one of cpp-extension, cmake, got "
+       "\"cpp_extension\""},
       {"toolkitMode: jit-cdi",
        "policy.yaml:1: toolkitMode: expected one of legacy, cdi, got \"jit-cdi\""},
       {"toolkitMode: [cdi]", "policy.yaml:1: toolkitMode: expected one of legacy, cdi"},
@@ -319,6 +327,11 @@ TEST(ParsePolicy, CatalogValuesAreCheckedWithTheirParsers) {
   EXPECT_EQ(parse_error("images:\n  - match: a/*\n    requireCuda: 'cuda>=12.4 jetpack>=5'\n"),
             "policy.yaml:3: images[0].requireCuda: NVIDIA_REQUIRE_CUDA: unknown key \"jetpack\" "
             "in term \"jetpack>=5\": expected cuda, driver, arch or brand");
+  // Arch lists as PyTorch reads them.
+  EXPECT_THAT(parse_error("images:\n  - match: a/*\n    archList: 'ampere'\n"),
+              HasSubstr("write \"Ampere\""));
+  EXPECT_THAT(parse_error("images:\n  - match: a/*\n    archList: '8.0a'\n"),
+              HasSubstr("no CUDA release builds sm_80a"));
   EXPECT_EQ(parse_error("images:\n  - match: a/*\n    requireCuda: ''\n"),
             "policy.yaml:3: images[0].requireCuda: expected an NVIDIA_REQUIRE_CUDA value like "
             "cuda>=12.4");
@@ -327,6 +340,8 @@ TEST(ParsePolicy, CatalogValuesAreCheckedWithTheirParsers) {
 TEST(ParsePolicy, UnknownFieldsNameTheFieldAndLine) {
   EXPECT_THAT(parse_error("mode: warn\nmdoe: warn\n"),
               HasSubstr("policy.yaml:2: mdoe: unknown field (expected one of apiVersion, kind, "));
+  EXPECT_THAT(parse_error("toolkitmode: cdi\n"),
+              HasSubstr("archMatch, archListReading, toolkitMode, allowPodOptOut"));
   EXPECT_THAT(parse_error("registry:\n  enabled: true\n  timeot: 2s\n"),
               HasSubstr("policy.yaml:3: registry.timeot: unknown field (expected one of enabled, "
                         "timeout, cacheTTL"));

@@ -62,6 +62,14 @@ class Md {
     m_.require.name = "NVIDIA_DISABLE_REQUIRE";
     return *this;
   }
+  Md& native() {
+    m_.archs.source = Source::env;
+    m_.archs.name = "TORCH_CUDA_ARCH_LIST";
+    m_.archs_unknown =
+        "TORCH_CUDA_ARCH_LIST is \"native\": the image was built for the GPUs of the machine "
+        "that built it, which the image does not record";
+    return *this;
+  }
   Md& archs(const std::string& v, const std::string& name = "TORCH_CUDA_ARCH_LIST") {
     auto set = name == "TORCH_CUDA_ARCH_LIST" ? parse_torch_arch_list(v, db())
                                               : parse_cmake_arch_list(v, db(), std::nullopt);
@@ -448,6 +456,118 @@ TEST(GpuArchRule, Outcomes) {
        {},
        Outcome::compatible,
        ""},
+  });
+}
+
+TEST(GpuArchRule, TegraHasNoCubinCompatibility) {
+  // CUDA Programming Guide, Binary Compatibility: "not supported for Tegra.
+  // Also, the binary compatibility between desktop and Tegra is not
+  // supported." (compat-db tegraCapabilities)
+  const GpuFacts orin = node("540.4.0", "12.6", "8.7", "Jetson-AGX-Orin", std::nullopt);
+  const GpuFacts l4 = node("550.54.15", "12.4", "8.9", "NVIDIA-L4", "nvidia");
+  run({
+      {"an 8.6 cubin on an Orin",
+       Md().cuda("12.4").archs("8.0;8.6"),
+       orin,
+       {},
+       Outcome::incompatible,
+       "no kernel image for compute capability 8.7 (Jetson-AGX-Orin) (Tegra GPUs run only SASS "
+       "built for exactly their capability, and no SASS of another kind)"},
+      {"an Orin cubin on an L4",
+       Md().cuda("12.4").archs("8.7"),
+       l4,
+       {},
+       Outcome::incompatible,
+       "no kernel image for compute capability 8.9"},
+      {"an Orin cubin on an Orin",
+       Md().cuda("12.4").archs("8.7"),
+       orin,
+       {},
+       Outcome::compatible,
+       ""},
+      {"PTX still runs on an Orin",
+       Md().cuda("12.4").archs("8.6+PTX"),
+       orin,
+       {},
+       Outcome::compatible,
+       ""},
+      {"Ampere+Tegra for an Orin",
+       Md().cuda("12.4").archs("Ampere Ampere+Tegra"),
+       orin,
+       {},
+       Outcome::compatible,
+       ""},
+  });
+}
+
+TEST(GpuArchRule, AListTheImagesCudaCannotBuildIsNoPass) {
+  // compat-db cudaTargets: Kepler left with CUDA 12.0, sm_110 came with 13.0.
+  const GpuFacts a100 = node("575.57.08", "12.9", "8.0", "NVIDIA-A100-SXM4-80GB", "unknown");
+  run({
+      {"3.7 with CUDA 12.9",
+       Md().cuda("12.9").archs("3.7;8.0"),
+       a100,
+       {},
+       Outcome::unknown,
+       "compiled for 3.7;8.0 (TORCH_CUDA_ARCH_LIST, env), but CUDA 12.9 (CUDA_VERSION, env) "
+       "cannot build 3.7: no image built with that release carries it, so the list or the CUDA "
+       "version is not the image's"},
+      {"11.0 with CUDA 12",
+       Md().cuda("12.8").archs("8.0;11.0"),
+       a100,
+       {},
+       Outcome::unknown,
+       "cannot build 11.0"},
+      {"9.0a with CUDA 11.8",
+       Md().cuda("11.8").archs("8.0;9.0a"),
+       a100,
+       {},
+       Outcome::unknown,
+       "cannot build 9.0a"},
+      {"a CMake list too",
+       Md().cuda("12.9").archs("37-real;80", "CUDAARCHS"),
+       a100,
+       {},
+       Outcome::unknown,
+       "cannot build 3.7"},
+      {"what the release builds",
+       Md().cuda("12.9").archs("8.0;12.1a"),
+       a100,
+       {},
+       Outcome::compatible,
+       ""},
+  });
+  const RuleResult r = check(Md().cuda("12.9").archs("3.7;8.0"), a100);
+  ASSERT_EQ(r.findings.size(), 1U);
+  EXPECT_TRUE(r.findings[0].unknown);
+  EXPECT_THAT(r.findings[0].fix, HasSubstr("cudagate.io/arch-list and cudagate.io/cuda-version"));
+}
+
+TEST(GpuArchRule, NativeIsUnknownWithItsReason) {
+  const GpuFacts a100 = node("535.129.03", "12.2", "8.0", "NVIDIA-A100-SXM4-80GB", std::nullopt);
+  const GpuFacts v100 = node("580.65.06", "13.0", "7.0", "Tesla-V100-SXM2-16GB", "tesla");
+  const std::string reason =
+      "TORCH_CUDA_ARCH_LIST is \"native\": the image was built for the GPUs of the machine that "
+      "built it, which the image does not record";
+  run({
+      {"native on a GPU the release targets",
+       Md().cuda("12.1").native(),
+       a100,
+       {},
+       Outcome::unknown,
+       reason},
+      {"native without a CUDA version",
+       Md().require("driver>=500").native(),
+       a100,
+       {},
+       Outcome::unknown,
+       reason},
+      {"native below the release's oldest target",
+       Md().cuda("13.0").native(),
+       v100,
+       {},
+       Outcome::incompatible,
+       "which cannot target compute capability 7.0"},
   });
 }
 
