@@ -5,6 +5,12 @@
 #   scripts/install-deps.sh           build and test
 #   scripts/install-deps.sh --bench   also what the load comparison needs
 #                                     (bench/compare.sh: wrk, nginx, Go for peer-go)
+#   scripts/install-deps.sh --torch   also Debian's python3-torch, for the test that
+#                                     compares cudagate's TORCH_CUDA_ARCH_LIST parse
+#                                     with PyTorch's own (ArchListAgainstPyTorch); it
+#                                     brings ~180 packages (~620 MB: Qt, OpenCV, GDAL),
+#                                     so the test skips without it rather than CI
+#                                     installing it on every run
 set -euo pipefail
 
 packages=(
@@ -18,8 +24,9 @@ packages=(
 for arg in "$@"; do
   case "$arg" in
     --bench) packages+=(golang-go wrk nginx-light util-linux) ;;
+    --torch) packages+=(python3-torch) ;;
     *)
-      echo "install-deps.sh: unknown option $arg (expected --bench)" >&2
+      echo "install-deps.sh: unknown option $arg (expected --bench or --torch)" >&2
       exit 2
       ;;
   esac
