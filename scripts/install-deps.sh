@@ -8,9 +8,9 @@
 #   scripts/install-deps.sh --torch   also Debian's python3-torch, for the test that
 #                                     compares cudagate's TORCH_CUDA_ARCH_LIST parse
 #                                     with PyTorch's own (ArchListAgainstPyTorch); it
-#                                     brings ~180 packages (~620 MB: Qt, OpenCV, GDAL),
-#                                     so the test skips without it rather than CI
-#                                     installing it on every run
+#                                     brings ~180 packages (~620 MB: Qt, OpenCV, GDAL).
+#                                     scripts/test.sh (and so CI) asks for it; a build
+#                                     without it reports that one test skipped
 set -euo pipefail
 
 packages=(
