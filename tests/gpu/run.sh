@@ -3,7 +3,8 @@
 #
 # Builds one small kernel for several architecture lists (SASS for sm_80,
 # sm_86, sm_90, sm_90a, sm_100, PTX only for compute_80, SASS for sm_80 with
-# PTX for an older and for a newer architecture, and the device's own),
+# PTX for an older and for a newer architecture, the device's own, and
+# TORCH_CUDA_ARCH_LIST spellings: numbers, +PTX, names, Tegra targets),
 # runs each, and records whether it started or failed (e.g. "no kernel image
 # is available for execution on the device"). For each build it asks
 # `cudagate check` the same question with the facts read from nvidia-smi
@@ -46,7 +47,12 @@ cat >"$out/nodes.json" <<JSON
   "status": {"allocatable": {"nvidia.com/gpu": "1"}}}]}
 JSON
 
+# Blackwell+Tegra is compute capability 10.1 up to CUDA 12 and 11.0 from CUDA 13 on.
+if [ "${cuda%%.*}" -ge 13 ]; then thor=110; else thor=101; fi
+
 # name | nvcc -gencode flags | the same build in CMake CUDA_ARCHITECTURES syntax
+#      | or, where the fourth field is given, in TORCH_CUDA_ARCH_LIST syntax as
+#        torch.utils.cpp_extension expands it (a name brings PTX for its newest member)
 builds=(
   "sm_80|-gencode=arch=compute_80,code=sm_80|80-real"
   "sm_86|-gencode=arch=compute_86,code=sm_86|86-real"
@@ -57,13 +63,25 @@ builds=(
   "sm_80+compute_90|-gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_90,code=compute_90|80-real;90-virtual"
   "sm_80+compute_100|-gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_100,code=compute_100|80-real;100-virtual"
   "own_sm_${own}|-gencode=arch=compute_${own},code=sm_${own}|${own}-real"
+  "torch_8.6|-gencode=arch=compute_86,code=sm_86|-|8.6"
+  "torch_9.0+PTX|-gencode=arch=compute_90,code=sm_90 -gencode=arch=compute_90,code=compute_90|-|9.0+PTX"
+  "torch_Hopper|-gencode=arch=compute_90,code=sm_90 -gencode=arch=compute_90,code=compute_90|-|Hopper"
+  "torch_8.7|-gencode=arch=compute_87,code=sm_87|-|8.7"
+  "torch_Ampere+Tegra+PTX|-gencode=arch=compute_87,code=sm_87 -gencode=arch=compute_87,code=compute_87|-|Ampere+Tegra+PTX"
+  "torch_Blackwell+Tegra|-gencode=arch=compute_${thor},code=sm_${thor}|-|Blackwell+Tegra"
 )
 
 report="$out/report.tsv"
 printf 'build\tarchitectures\truntime\tcudagate\tagree\n' >"$report"
 disagreements=0
 for entry in "${builds[@]}"; do
-  IFS='|' read -r label flags cmake_arch <<<"$entry"
+  IFS='|' read -r label flags cmake_arch torch_list <<<"$entry"
+  if [ -n "$torch_list" ]; then
+    arch_env="{name: TORCH_CUDA_ARCH_LIST, value: \"$torch_list\"}"
+    cmake_arch=$torch_list
+  else
+    arch_env="{name: CUDAARCHS, value: \"$cmake_arch\"}"
+  fi
   bin="$out/kernel_$label"
   if ! "$nvcc" $flags -o "$bin" "$here/kernel.cu" >"$out/nvcc_$label.log" 2>&1; then
     printf '%s\t%s\tnot-built\t-\t-\n' "$label" "$cmake_arch" >>"$report"
@@ -83,7 +101,7 @@ spec:
     image: localhost/kernel:$label
     env:
     - {name: CUDA_VERSION, value: "$cuda"}
-    - {name: CUDAARCHS, value: "$cmake_arch"}
+    - $arch_env
     resources: {limits: {nvidia.com/gpu: 1}}
 YAML
   "$cudagate" check -f "$out/pod_$label.yaml" --nodes "$out/nodes.json" --output json \
