@@ -653,7 +653,7 @@ template <JsonView V, class IsGpu>
                                    [&](const KindLayout& l) { return l.kind == kind; });
   if (layout == kLayouts.end()) return false;
   V spec = object;
-  for (std::string_view rest = layout->pointer.substr(1); spec.is_object();) {
+  for (std::string_view rest = layout->pointer.substr(1); spec.valid() && spec.is_object();) {
     const std::size_t slash = rest.find('/');
     spec = spec.find(rest.substr(0, slash));
     if (slash == std::string_view::npos) break;

@@ -8,30 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/fixtures.h"
+
 namespace cudagate {
 namespace {
 
 using nlohmann::json;
-
-std::string base64_decode(const std::string& text) {
-  static const std::string alphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  unsigned buffer = 0;
-  int bits = 0;
-  for (const char c : text) {
-    if (c == '=') break;
-    const auto v = alphabet.find(c);
-    if (v == std::string::npos) return "<invalid>";
-    buffer = (buffer << 6U) | static_cast<unsigned>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out += static_cast<char>((buffer >> static_cast<unsigned>(bits)) & 0xFFU);
-    }
-  }
-  return out;
-}
+using test_support::base64_decode;
 
 TEST(AdmissionResponse, AllowedCarriesOnlyUidAndAllowed) {
   const json r =

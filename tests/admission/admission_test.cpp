@@ -19,6 +19,7 @@
 namespace cudagate {
 namespace {
 
+using test_support::base64_decode;
 using test_support::db;
 using test_support::fixture;
 using test_support::fleet;
@@ -27,24 +28,6 @@ using nlohmann::json;
 
 json review(const std::string& name) {
   return json::parse(fixture(name));
-}
-
-std::string base64_decode(const std::string& text) {
-  static const std::string alphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  unsigned buffer = 0;
-  int bits = 0;
-  for (const char c : text) {
-    if (c == '=') break;
-    buffer = (buffer << 6U) | static_cast<unsigned>(alphabet.find(c));
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out += static_cast<char>((buffer >> static_cast<unsigned>(bits)) & 0xFFU);
-    }
-  }
-  return out;
 }
 
 // admission-contract.md section 8, as the API server checks one answer.
@@ -481,6 +464,14 @@ TEST(Admission, NotOursToJudgeIsAdmittedUntouched) {
        [](json& r) { r["request"]["object"]["spec"]["containers"][0]["name"] = 7; }},
       {"metadata that is an array",
        [](json& r) { r["request"]["object"]["metadata"] = json::array(); }},
+      {"controller without a template",
+       [](json& r) {
+         r["request"]["kind"] = {{"group", "apps"}, {"version", "v1"}, {"kind", "Deployment"}};
+         r["request"]["object"] = {{"kind", "Deployment"},
+                                   {"apiVersion", "apps/v1"},
+                                   {"metadata", {{"name", "d"}}},
+                                   {"spec", json::object()}};
+       }},
   };
   for (const Row& row : rows) {
     SCOPED_TRACE(row.name);

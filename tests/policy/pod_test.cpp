@@ -575,6 +575,10 @@ TEST(Pod, AsksForGpu) {
       {R"({"kind":"Pod","spec":{"containers":[5,{"resources":[1]},{"resources":{"limits":7}}]}})",
        "", false},
       {R"({"kind":"Deployment","spec":{"template":5}})", "", false},
+      // A step of the way to the pod spec missing: nothing to read, no crash.
+      {R"({"kind":"Deployment","spec":{}})", "", false},
+      {R"({"kind":"Deployment"})", "", false},
+      {R"({"kind":"CronJob","spec":{"jobTemplate":{}}})", "", false},
       {R"({"kind":"ConfigMap","spec":{"containers":[{"resources":{"limits":{"nvidia.com/gpu":1}}}]}})",
        "", false},
       {R"([1,2])", "Pod", false},

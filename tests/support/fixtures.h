@@ -33,6 +33,28 @@ inline const CompatDb& db() {
   return loaded;
 }
 
+// The bytes of base64 `text` (a JSON Patch in a response); "<invalid>" when
+// it holds a byte outside the alphabet, so that a bad patch fails to parse.
+inline std::string base64_decode(const std::string& text) {
+  static const std::string alphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  unsigned buffer = 0;
+  int bits = 0;
+  for (const char c : text) {
+    if (c == '=') break;
+    const auto v = alphabet.find(c);
+    if (v == std::string::npos) return "<invalid>";
+    buffer = (buffer << 6U) | static_cast<unsigned>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((buffer >> static_cast<unsigned>(bits)) & 0xFFU);
+    }
+  }
+  return out;
+}
+
 // nodes-t4-a100.json as an inventory.
 inline const Inventory& fleet() {
   static const Inventory inventory = [] {
