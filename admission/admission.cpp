@@ -221,10 +221,38 @@ AdmissionResponse admit(const ReviewRequest<V>& req, RequestDocument& document,
     return AdmissionResponse::allowed();
   }
 
+  // Registry facts are gathered before the one decision: what the cache
+  // holds, or (when the caller waits for lookups) the list of what to fetch.
+  RegistryFacts registry_facts;
+  if (context.images != nullptr && context.policy.registry.enabled) {
+    std::string platform;
+    for (const ContainerSpec* c : gpu_containers(*workload, context.policy)) {
+      if (c->image.empty() || context.policy.catalog_entry(c->image) != nullptr) continue;
+      if (platform.empty()) {
+        platform = registry_platform(workload->spec, context.fleet_platform, context.policy);
+      }
+      ImageFacts::Known known = context.images->find(c->image, platform);
+      if (known.config) {
+        registry_facts.add(c->image, std::move(known.config));
+      } else if (known.pending) {
+        ImageWanted wanted{c->image, platform};
+        if (std::find(out.wanted_images.begin(), out.wanted_images.end(), wanted) ==
+            out.wanted_images.end()) {
+          out.wanted_images.push_back(std::move(wanted));
+        }
+      }
+    }
+    if (!out.wanted_images.empty() && context.defer_for_images) {
+      out.deferred = true;
+      return AdmissionResponse::allowed();
+    }
+  }
+
   // Candidate sets reused by each thread: no allocation proportional to the fleet.
   thread_local CandidateScratch scratch;
   thread_local MetadataMemo memo;
   EvaluationInputs inputs;
+  inputs.registry = registry_facts.empty() ? nullptr : &registry_facts;
   inputs.scratch = &scratch;
   inputs.memo = &memo;
   auto decision = evaluate(*workload, context.inventory, context.policy, context.db, inputs);
@@ -304,6 +332,7 @@ void answer(const Expected<ReviewRequest<V>>& decoded, RequestDocument& document
       return respond(enforce_internal_error("unknown exception", context.policy, er), nullptr);
     }
   }();
+  if (out.deferred) return;
   out.body = response.serialize(req.version, req.uid, endpoint);
 }
 
@@ -365,6 +394,59 @@ AdmissionOutcome handle_review(Endpoint endpoint, std::string_view mode_param,
 }
 
 }  // namespace
+
+std::string fleet_platform(const Inventory& inventory) {
+  std::string platform;
+  for (std::size_t i = 0; i < inventory.size(); ++i) {
+    if (!inventory.groups()[inventory.group_of(i)].facts.has_gpu) continue;
+    const std::string* arch = inventory.node_label(i, "kubernetes.io/arch");
+    if (arch == nullptr || arch->empty()) return "";
+    const std::string* os = inventory.node_label(i, "kubernetes.io/os");
+    std::string node_platform =
+        (os == nullptr || os->empty() ? std::string("linux") : *os) + "/" + *arch;
+    if (platform.empty()) {
+      platform = std::move(node_platform);
+    } else if (platform != node_platform) {
+      return "";
+    }
+  }
+  return platform;
+}
+
+std::string registry_platform(const PodSpec& spec, std::string_view fleet_platform,
+                              const Policy& policy) {
+  constexpr std::string_view kArch = "kubernetes.io/arch";
+  constexpr std::string_view kOs = "kubernetes.io/os";
+  std::string arch;
+  std::string os;
+  for (const auto& [key, value] : spec.node_selector) {
+    if (key == kArch) arch = value;
+    if (key == kOs) os = value;
+  }
+  // A required affinity names one architecture when each of its terms (ORed)
+  // asks for that one with In.
+  if (arch.empty() && spec.required_terms && !spec.required_terms->empty()) {
+    std::string common;
+    bool agreed = true;
+    for (const NodeSelectorTerm& term : *spec.required_terms) {
+      std::string named;
+      for (const NodeSelectorRequirement& r : term.match_expressions) {
+        if (r.key == kArch && r.op == "In" && r.values.size() == 1) named = r.values[0];
+      }
+      if (named.empty() || (!common.empty() && named != common)) {
+        agreed = false;
+        break;
+      }
+      common = named;
+    }
+    if (agreed) arch = common;
+  }
+  if (arch.empty()) {
+    return std::string(fleet_platform.empty() ? std::string_view(policy.registry.platform)
+                                              : fleet_platform);
+  }
+  return (os.empty() ? std::string("linux") : os) + "/" + arch;
+}
 
 AdmissionOutcome handle_admission(Endpoint endpoint, std::string_view mode_param,
                                   std::string_view body, const AdmissionContext& context,

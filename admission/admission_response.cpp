@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "admission/json_write.h"
+#include "types/base64.h"
 
 namespace cudagate {
 namespace {
@@ -353,32 +354,6 @@ std::size_t rune_count(std::string_view text) {
   return static_cast<std::size_t>(std::count_if(text.begin(), text.end(), [](char c) {
     return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
   }));
-}
-
-std::string base64_encode(std::string_view bytes) {
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  std::size_t i = 0;
-  for (; i + 2 < bytes.size(); i += 3) {
-    const std::uint32_t n = (static_cast<unsigned char>(bytes[i]) << 16U) |
-                            (static_cast<unsigned char>(bytes[i + 1]) << 8U) |
-                            static_cast<unsigned char>(bytes[i + 2]);
-    out += kAlphabet[(n >> 18U) & 63U];
-    out += kAlphabet[(n >> 12U) & 63U];
-    out += kAlphabet[(n >> 6U) & 63U];
-    out += kAlphabet[n & 63U];
-  }
-  if (const std::size_t rest = bytes.size() - i; rest > 0) {
-    std::uint32_t n = static_cast<unsigned char>(bytes[i]) << 16U;
-    if (rest == 2) n |= static_cast<unsigned char>(bytes[i + 1]) << 8U;
-    out += kAlphabet[(n >> 18U) & 63U];
-    out += kAlphabet[(n >> 12U) & 63U];
-    out += rest == 2 ? kAlphabet[(n >> 6U) & 63U] : '=';
-    out += '=';
-  }
-  return out;
 }
 
 }  // namespace cudagate

@@ -17,6 +17,7 @@
 
 #include "admission/admission.h"
 #include "admission/admission_review.h"
+#include "types/base64.h"
 
 namespace cudagate {
 
@@ -93,8 +94,5 @@ class AdmissionResponse {
 [[nodiscard]] bool is_valid_utf8(std::string_view text);
 // The number of code points in valid UTF-8 `text`.
 [[nodiscard]] std::size_t rune_count(std::string_view text);
-
-// Standard base64 with padding, as Go's encoding/json writes []byte.
-[[nodiscard]] std::string base64_encode(std::string_view bytes);
 
 }  // namespace cudagate

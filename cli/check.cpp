@@ -19,12 +19,14 @@
 #include <utility>
 #include <vector>
 
+#include "admission/admission.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "policy/arch_list.h"
 #include "policy/decision.h"
 #include "policy/evaluate.h"
 #include "policy/image_ref.h"
+#include "registry/registry_client.h"
 #include "report/decision_record.h"
 #include "types/version.h"
 
@@ -41,6 +43,7 @@ struct CheckOptions {
   std::string gpu;
   std::vector<std::string> files;  // -f, repeatable
   std::string output = "text";
+  bool offline = false;  // no registry lookups
 };
 
 // The facts of the single node that --driver / --gpu describe.
@@ -336,11 +339,41 @@ void run_check(const CheckOptions& options) {
     }
   }
 
+  // Image configs from the registry, gathered before the decisions, with
+  // the server's client and budget (SPEC 6).
+  std::vector<RegistryFacts> registry_facts(workloads.size());
+  if (policy.registry.enabled && !options.offline) {
+    const std::string fleet = fleet_platform(inventory);
+    std::vector<ImageWanted> wanted;
+    std::vector<std::size_t> wanted_by;  // the workload of each
+    for (std::size_t i = 0; i < workloads.size(); ++i) {
+      const Workload& workload = workloads[i].first;
+      for (const ContainerSpec* c : gpu_containers(workload, policy)) {
+        if (c->image.empty() || policy.catalog_entry(c->image) != nullptr) continue;
+        wanted.push_back(ImageWanted{c->image, registry_platform(workload.spec, fleet, policy)});
+        wanted_by.push_back(i);
+      }
+    }
+    if (!wanted.empty()) {
+      const auto answers = cli::value_or_fail(look_up_once(policy.registry, wanted));
+      for (std::size_t k = 0; k < wanted.size(); ++k) {
+        if (answers[k].config) {
+          registry_facts[wanted_by[k]].add(wanted[k].image, answers[k].config);
+        } else {
+          spdlog::info("registry: {} ({}): {}", wanted[k].image, wanted[k].platform,
+                       answers[k].reason);
+        }
+      }
+    }
+  }
+
   const bool any_flag = flags.cuda || flags.arch_list || flags.min_cc;
-  const EvaluationInputs inputs{nullptr, any_flag ? &flags : nullptr};
   std::vector<Decision> decisions;
   decisions.reserve(workloads.size());
-  for (const auto& [workload, file] : workloads) {
+  for (std::size_t i = 0; i < workloads.size(); ++i) {
+    const auto& [workload, file] = workloads[i];
+    const EvaluationInputs inputs{registry_facts[i].empty() ? nullptr : &registry_facts[i],
+                                  any_flag ? &flags : nullptr};
     auto decision = evaluate(workload, inventory, policy, db, inputs);
     if (!decision) {
       std::string where = file;
@@ -418,6 +451,8 @@ void add_check_command(CLI::App& app) {
                    "Manifest (YAML or JSON, '-' for stdin; repeatable): every workload in it is "
                    "checked")
       ->type_name("FILE");
+  check->add_flag("--offline", options->offline,
+                  "Read no image config from registries (policy registry: settings otherwise)");
   check->add_option("-o,--output", options->output, "Output format")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

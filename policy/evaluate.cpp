@@ -151,16 +151,22 @@ void metadata_key(std::string& key, const Workload& workload, const ContainerSpe
     append_optional(key, entry->arch_list);
     append_optional(key, entry->require_cuda);
   } else if (registry != nullptr) {
-    if (const auto it = registry->find(container.image); it != registry->end()) {
-      for (const auto& [name, value] : it->second.env) {
-        key += 'r';
-        append_text(key, name);
-        append_text(key, value);
-      }
-      for (const auto& [name, value] : it->second.labels) {
-        key += 'l';
-        append_text(key, name);
-        append_text(key, value);
+    if (const ImageConfig* config = registry->find(container.image)) {
+      // A config is content-addressed: its digest stands for its contents.
+      if (!config->digest.empty()) {
+        key += 'd';
+        append_text(key, config->digest);
+      } else {
+        for (const auto& [name, value] : config->env) {
+          key += 'r';
+          append_text(key, name);
+          append_text(key, value);
+        }
+        for (const auto& [name, value] : config->labels) {
+          key += 'l';
+          append_text(key, name);
+          append_text(key, value);
+        }
       }
       key += 'R';
     }

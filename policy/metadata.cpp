@@ -306,6 +306,18 @@ struct MetadataMemo::Impl {
   std::unordered_map<std::string, Requirement> requirements;
 };
 
+void RegistryFacts::add(std::string image, std::shared_ptr<const ImageConfig> config) {
+  if (config == nullptr || find(image) != nullptr) return;
+  entries_.emplace_back(std::move(image), std::move(config));
+}
+
+const ImageConfig* RegistryFacts::find(std::string_view image) const {
+  for (const auto& [name, config] : entries_) {
+    if (name == image) return config.get();
+  }
+  return nullptr;
+}
+
 MetadataMemo::MetadataMemo() : impl_(std::make_unique<Impl>()) {}
 MetadataMemo::~MetadataMemo() = default;
 
@@ -322,10 +334,10 @@ ImageFacts image_facts(const ContainerSpec& container, const Policy& policy, con
     return facts;
   }
   if (registry != nullptr) {
-    if (auto it = registry->find(container.image); it != registry->end()) {
+    if (const ImageConfig* config = registry->find(container.image)) {
       facts.source = Source::registry;
-      facts.env = it->second.env;
-      facts.labels = it->second.labels;
+      facts.env = config->env;
+      facts.labels = config->labels;
       return facts;
     }
   }

@@ -45,11 +45,34 @@ struct Sourced {
 struct ImageConfig {
   std::vector<std::pair<std::string, std::string>> env;     // "CUDA_VERSION" -> "12.4.1"
   std::vector<std::pair<std::string, std::string>> labels;  // "com.nvidia.cuda.version" -> ...
+  // The config blob's digest ("sha256:..."); "" when unknown. Configs are
+  // content-addressed: equal digests mean equal env and labels.
+  std::string digest;
 };
 
 // Registry results gathered before the decision, keyed by the image string
-// as written in the pod spec.
-using RegistryFacts = std::map<std::string, ImageConfig, std::less<>>;
+// as written in the pod spec. A pod names few images: a short list. The
+// configs are shared with the cache they came from.
+class RegistryFacts {
+ public:
+  // Keeps the first config given for an image.
+  void add(std::string image, std::shared_ptr<const ImageConfig> config);
+  // The config of `image`, or nullptr.
+  [[nodiscard]] const ImageConfig* find(std::string_view image) const;
+  [[nodiscard]] bool empty() const { return entries_.empty(); }
+  [[nodiscard]] std::size_t size() const { return entries_.size(); }
+
+ private:
+  std::vector<std::pair<std::string, std::shared_ptr<const ImageConfig>>> entries_;
+};
+
+// An image whose config a decision would read from the registry, for the
+// platform of the pod's nodes ("linux/amd64").
+struct ImageWanted {
+  std::string image;  // as written in the pod spec
+  std::string platform;
+  friend bool operator==(const ImageWanted&, const ImageWanted&) = default;
+};
 
 // Values a person gave on the command line (`cudagate check`), which apply
 // to every GPU container with source `flag`.

@@ -20,6 +20,7 @@ packages=(
   nlohmann-json3-dev libspdlog-dev libyaml-cpp-dev libcli11-dev libsimdjson-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   curl jq python3 python3-jsonpatch prometheus
+  docker-registry skopeo
 )
 for arg in "$@"; do
   case "$arg" in

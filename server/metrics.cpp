@@ -274,6 +274,18 @@ WebhookMetrics::WebhookMetrics(std::string_view version, std::string_view compat
       registry_duration_(registry_.histogram("cudagate_registry_request_duration_seconds",
                                              "Duration of requests to OCI registries.", {},
                                              kRegistryBuckets)),
+      registry_cache_(registry_.counter("cudagate_registry_cache_requests_total",
+                                        "Image configs asked of the registry cache, by result: "
+                                        "hit, stale (answered, refreshed in the background), "
+                                        "failure (a recent failure), miss.",
+                                        {"result"})),
+      registry_lookups_(registry_.counter("cudagate_registry_lookups_total",
+                                          "Image lookups that reached a registry, by result.",
+                                          {"result"})),
+      registry_cache_entries_(registry_.gauge("cudagate_registry_cache_entries",
+                                              "What the registry cache holds: image resolutions "
+                                              "and configs by digest.",
+                                              {"kind"})),
       nodes_(registry_.gauge("cudagate_inventory_nodes",
                              "Nodes in the inventory: total, with GPUs, and GPU nodes whose "
                              "driver is unknown.",
@@ -298,6 +310,7 @@ WebhookMetrics::WebhookMetrics(std::string_view version, std::string_view compat
   duration_.touch({"mutate"});
   for (const char* state : {"total", "gpu", "unknown"}) nodes_.touch({state});
   last_sync_.touch({});
+  for (const char* kind : {"images", "configs"}) registry_cache_entries_.touch({kind});
   cert_expiry_.touch({});
   open_connections_.touch({});
   rejected_connections_.touch({});
@@ -315,6 +328,19 @@ void WebhookMetrics::metadata_lookup(std::string_view source, std::string_view r
 
 void WebhookMetrics::registry_request(double seconds) {
   registry_duration_.observe({}, seconds);
+}
+
+void WebhookMetrics::registry_cache(std::string_view result) {
+  registry_cache_.add({result});
+}
+
+void WebhookMetrics::registry_lookup(std::string_view result) {
+  registry_lookups_.add({result});
+}
+
+void WebhookMetrics::registry_cache_size(std::size_t images, std::size_t configs) {
+  registry_cache_entries_.set({"images"}, static_cast<double>(images));
+  registry_cache_entries_.set({"configs"}, static_cast<double>(configs));
 }
 
 void WebhookMetrics::inventory(std::size_t total, std::size_t gpu, std::size_t unknown,

@@ -24,6 +24,8 @@
 #include <string_view>
 #include <vector>
 
+#include "registry/registry_client.h"
+
 namespace cudagate {
 
 enum class MetricType : unsigned char { counter, gauge, histogram };
@@ -109,7 +111,7 @@ class MetricsRegistry {
 inline constexpr std::string_view kMetricsContentType = "text/plain; version=0.0.4; charset=utf-8";
 
 // The webhook's metrics. Names and labels are part of the contract (SPEC 8).
-class WebhookMetrics {
+class WebhookMetrics : public RegistryObserver {
  public:
   WebhookMetrics(std::string_view version, std::string_view compat_db_revision);
 
@@ -120,7 +122,11 @@ class WebhookMetrics {
   // (annotation, env, catalog, registry, inference, flag, unknown) and
   // whether it was found ("found") or stayed unknown ("unknown").
   void metadata_lookup(std::string_view source, std::string_view result);
-  void registry_request(double seconds);
+  // The registry client's events (registry/registry_client.h).
+  void registry_request(double seconds) override;
+  void registry_cache(std::string_view result) override;
+  void registry_lookup(std::string_view result) override;
+  void registry_cache_size(std::size_t images, std::size_t configs) override;
   void inventory(std::size_t total, std::size_t gpu, std::size_t unknown, double synced_at);
   void certificate_expiry(double not_after);
   // A file re-read after a change: file is "config", "nodes" or "certificate";
@@ -138,6 +144,9 @@ class WebhookMetrics {
   MetricFamily& duration_;
   MetricFamily& lookups_;
   MetricFamily& registry_duration_;
+  MetricFamily& registry_cache_;
+  MetricFamily& registry_lookups_;
+  MetricFamily& registry_cache_entries_;
   MetricFamily& nodes_;
   MetricFamily& last_sync_;
   MetricFamily& cert_expiry_;

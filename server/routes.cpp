@@ -106,13 +106,36 @@ std::string error_message_of(const std::string& body) {
   return "invalid request";
 }
 
-HttpResponse admit(Endpoint endpoint, std::string_view endpoint_name, std::string_view query,
-                   const HttpRequest& request, const ServerState& state, WebhookMetrics& metrics) {
-  const auto start = std::chrono::steady_clock::now();
-  const auto snapshot = state.snapshot();
-  const AdmissionContext context{*snapshot->db, *snapshot->policy, *snapshot->inventory};
-  const std::string mode = query_parameter(query, "mode").value_or("");
-  AdmissionOutcome outcome = handle_admission(endpoint, mode, request.body().padded(), context);
+// The registry cache as the admission layer asks it: a config found, a
+// lookup worth waiting for (a miss), or nothing to wait for.
+class CachedImageFacts final : public ImageFacts {
+ public:
+  explicit CachedImageFacts(RegistryClient& registry) : registry_(registry) {}
+  Known find(std::string_view image, std::string_view platform) override {
+    RegistryClient::Answer answer = registry_.cached(image, platform);
+    Known known;
+    known.config = std::move(answer.config);
+    known.pending = answer.state == RegistryClient::Answer::State::miss;
+    return known;
+  }
+
+ private:
+  RegistryClient& registry_;
+};
+
+AdmissionOutcome judge(Endpoint endpoint, std::string_view mode, const HttpRequest& request,
+                       const Snapshot& snapshot, ImageFacts* images, bool defer) {
+  AdmissionContext context{*snapshot.db, *snapshot.policy, *snapshot.inventory};
+  context.images = images;
+  context.defer_for_images = defer;
+  context.fleet_platform = snapshot.fleet_platform;
+  return handle_admission(endpoint, mode, request.body().padded(), context);
+}
+
+// The HTTP answer to a judged admission, counted and logged.
+HttpResponse record(AdmissionOutcome&& outcome, std::string_view endpoint_name,
+                    const HttpRequest& request, WebhookMetrics& metrics,
+                    std::chrono::steady_clock::time_point start) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
@@ -169,7 +192,61 @@ HttpResponse admit(Endpoint endpoint, std::string_view endpoint_name, std::strin
   return res;
 }
 
+HttpResponse admit(Endpoint endpoint, std::string_view endpoint_name, std::string_view query,
+                   const HttpRequest& request, const ServerState& state, WebhookMetrics& metrics) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto snapshot = state.snapshot();
+  const std::string mode = query_parameter(query, "mode").value_or("");
+  return record(judge(endpoint, mode, request, *snapshot, nullptr, false), endpoint_name, request,
+                metrics, start);
+}
+
+// The admission paths of a request: the endpoint, or nullopt for another
+// path or a request the synchronous routing answers (wrong method or type).
+std::optional<Endpoint> admission_endpoint(const HttpRequest& request) {
+  const std::string_view target = request.target();
+  const std::string_view path = target.substr(0, target.find('?'));
+  if (path != kValidate && path != kMutate) return std::nullopt;
+  if (request.method() != http::verb::post) return std::nullopt;
+  if (!is_json_media_type(request[http::field::content_type])) return std::nullopt;
+  return path == kValidate ? Endpoint::validate : Endpoint::mutate;
+}
+
 }  // namespace
+
+void route(const HttpRequest& request, const ServerState& state, WebhookMetrics& metrics,
+           RegistryClient* registry, Responder respond) {
+  const auto endpoint = admission_endpoint(request);
+  if (registry == nullptr || !endpoint) {
+    respond(route(request, state, metrics));
+    return;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const std::string_view endpoint_name = *endpoint == Endpoint::validate ? "validate" : "mutate";
+  const std::string_view target = request.target();
+  const auto question = target.find('?');
+  const std::string mode = question == std::string_view::npos
+                               ? std::string()
+                               : query_parameter(target.substr(question + 1), "mode").value_or("");
+  auto snapshot = state.snapshot();
+  CachedImageFacts facts(*registry);
+  AdmissionOutcome outcome = judge(*endpoint, mode, request, *snapshot, &facts, true);
+  if (!outcome.deferred) {
+    respond(record(std::move(outcome), endpoint_name, request, metrics, start));
+    return;
+  }
+  // Some image is not cached: look it up within the policy's budget, then
+  // judge once more with what came (the rest stays unknown, and its lookup
+  // goes on to fill the cache).
+  const auto budget = snapshot->policy->registry.timeout;
+  registry->lookup(std::move(outcome.wanted_images), budget,
+                   [&request, &metrics, registry, respond, start, endpoint_name,
+                    endpoint = *endpoint, mode, snapshot = std::move(snapshot)] {
+                     CachedImageFacts after(*registry);
+                     respond(record(judge(endpoint, mode, request, *snapshot, &after, false),
+                                    endpoint_name, request, metrics, start));
+                   });
+}
 
 HttpResponse route(const HttpRequest& request, const ServerState& state, WebhookMetrics& metrics) {
   const std::string_view target = request.target();

@@ -22,6 +22,7 @@
 // route() is safe to call concurrently from any thread; `state` and
 // `metrics` must outlive the calls.
 
+#include "registry/registry_client.h"
 #include "server/metrics.h"
 #include "server/state.h"
 #include "server/tls_server.h"
@@ -30,5 +31,13 @@ namespace cudagate {
 
 [[nodiscard]] HttpResponse route(const HttpRequest& request, const ServerState& state,
                                  WebhookMetrics& metrics);
+
+// The same, with image configs from `registry` (may be null: none): an
+// admission whose GPU images are cached is answered at once; one that
+// misses waits for their lookups up to the policy's registry.timeout, then
+// is judged with what came, the rest unknown (SPEC 6). `respond` is called
+// once; `request`, `state`, `metrics` and `registry` must stay valid until then.
+void route(const HttpRequest& request, const ServerState& state, WebhookMetrics& metrics,
+           RegistryClient* registry, Responder respond);
 
 }  // namespace cudagate

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "compat-db/compat_db.h"
+#include "registry/registry_client.h"
 #include "server/cert_store.h"
 #include "server/file_watch.h"
 #include "server/input_files.h"
@@ -141,9 +142,14 @@ std::optional<Error> serve(const ServeSettings& settings) {
   CertStore certs(tls_files, std::move(identity));
 
   net::io_context ioc(static_cast<int>(threads));
+  // Registry lookups run on the same threads as the sessions, asynchronously.
+  RegistryClient registry(ioc, &metrics);
+  if (auto error = registry.configure(policy->registry)) return error;
   TlsServer server(
       ioc, threads, certs, limits,
-      [&state, &metrics](const HttpRequest& request) { return route(request, state, metrics); },
+      [&state, &metrics, &registry](const HttpRequest& request, Responder respond) {
+        route(request, state, metrics, &registry, std::move(respond));
+      },
       &metrics);
   if (auto error = server.listen(settings.endpoint)) return error;
 
@@ -159,6 +165,9 @@ std::optional<Error> serve(const ServeSettings& settings) {
         metrics.reload("config", "error");
         spdlog::error("policy not reloaded, keeping the previous one: {}", reloaded.error().str());
         return;
+      }
+      if (auto error = registry.configure(reloaded->registry)) {
+        spdlog::error("registry settings not applied, keeping the previous ones: {}", error->str());
       }
       state.set_policy(std::make_shared<const Policy>(std::move(reloaded).value()));
       metrics.reload("config", "success");

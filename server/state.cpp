@@ -4,12 +4,14 @@
 
 #include <utility>
 
+#include "admission/admission.h"
+
 namespace cudagate {
 
 ServerState::ServerState(std::shared_ptr<const CompatDb> db, std::shared_ptr<const Policy> policy,
                          std::shared_ptr<const Inventory> inventory)
     : current_(std::make_shared<const Snapshot>(
-          Snapshot{std::move(db), std::move(policy), std::move(inventory)})) {}
+          Snapshot{std::move(db), std::move(policy), inventory, fleet_platform(*inventory)})) {}
 
 std::shared_ptr<const Snapshot> ServerState::snapshot() const {
   const std::lock_guard lock(mutex_);
@@ -20,8 +22,9 @@ void ServerState::set_policy(std::shared_ptr<const Policy> policy) {
   std::shared_ptr<const Snapshot> old;
   {
     const std::lock_guard lock(mutex_);
-    old = std::exchange(current_, std::make_shared<const Snapshot>(Snapshot{
-                                      current_->db, std::move(policy), current_->inventory}));
+    old = std::exchange(current_, std::make_shared<const Snapshot>(
+                                      Snapshot{current_->db, std::move(policy), current_->inventory,
+                                               current_->fleet_platform}));
   }
 }
 
@@ -29,10 +32,12 @@ void ServerState::set_inventory(std::shared_ptr<const Inventory> inventory) {
   // The old snapshot may hold the last reference to a large inventory: release
   // it after the lock, so that freeing it never delays a reader.
   std::shared_ptr<const Snapshot> old;
+  std::string platform = fleet_platform(*inventory);
   {
     const std::lock_guard lock(mutex_);
-    old = std::exchange(current_, std::make_shared<const Snapshot>(Snapshot{
-                                      current_->db, current_->policy, std::move(inventory)}));
+    old = std::exchange(
+        current_, std::make_shared<const Snapshot>(Snapshot{
+                      current_->db, current_->policy, std::move(inventory), std::move(platform)}));
   }
 }
 

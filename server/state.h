@@ -16,6 +16,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "compat-db/compat_db.h"
 #include "policy/inventory.h"
@@ -27,6 +28,8 @@ struct Snapshot {
   std::shared_ptr<const CompatDb> db;
   std::shared_ptr<const Policy> policy;
   std::shared_ptr<const Inventory> inventory;
+  // The inventory's GPU nodes' one platform, "" when mixed (fleet_platform()).
+  std::string fleet_platform;
 };
 
 class ServerState {

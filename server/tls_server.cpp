@@ -95,12 +95,14 @@ class Session;
 
 struct TlsServer::Impl : std::enable_shared_from_this<TlsServer::Impl> {
   Impl(net::io_context& context, unsigned io_threads, const CertStore& cert_store,
-       ServerLimits server_limits, RequestHandler request_handler, WebhookMetrics* webhook_metrics)
+       ServerLimits server_limits, RequestHandler request_handler,
+       AsyncRequestHandler async_request_handler, WebhookMetrics* webhook_metrics)
       : ioc(context),
         single_threaded(io_threads == 1),
         certs(cert_store),
         limits(server_limits),
         handler(std::move(request_handler)),
+        async_handler(std::move(async_request_handler)),
         metrics(webhook_metrics),
         acceptor(net::make_strand(context)),
         retry_timer(acceptor.get_executor()) {}
@@ -114,7 +116,8 @@ struct TlsServer::Impl : std::enable_shared_from_this<TlsServer::Impl> {
   const bool single_threaded;
   const CertStore& certs;
   const ServerLimits limits;
-  const RequestHandler handler;
+  const RequestHandler handler;  // one of the two is set
+  const AsyncRequestHandler async_handler;
   WebhookMetrics* const metrics;
   tcp::acceptor acceptor;
   net::steady_timer retry_timer;
@@ -128,7 +131,7 @@ struct TlsServer::Impl : std::enable_shared_from_this<TlsServer::Impl> {
 
 namespace {
 
-class Session : public std::enable_shared_from_this<Session> {
+class Session : public std::enable_shared_from_this<Session>, public Responder::Target {
  public:
   Session(tcp::socket&& socket, std::shared_ptr<ssl::context> context,
           std::shared_ptr<TlsServer::Impl> server)
@@ -433,20 +436,50 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void handle() {
     phase_ = Phase::handling;
-    HttpRequest request = parser_->release();
+    request_ = parser_->release();
     parser_.reset();
+    if (server_->async_handler) {
+      // The handler's answer may come from another thread, or later.
+      set_deadline(limits_.write_timeout);
+      try {
+        server_->async_handler(request_, Responder(shared_from_this()));
+      } catch (const std::exception& e) {
+        internal_error(e.what());
+      }
+      return;
+    }
     HttpResponse response;
     try {
-      response = server_->handler(request);
+      response = server_->handler(request_);
     } catch (const std::exception& e) {
       spdlog::error("request {} {} from {}: internal error: {}",
-                    std::string(request.method_string()), std::string(request.target()), peer_,
+                    std::string(request_.method_string()), std::string(request_.target()), peer_,
                     e.what());
       response = json_error(http::status::internal_server_error, "internal error");
     }
-    response.version(request.version());
-    response.keep_alive(request.keep_alive() && !server_->draining.load());
-    if (request.body().capacity() <= kMaxKeptBody) spare_body_ = std::move(request.body());
+    finish(std::move(response));
+  }
+
+  void internal_error(const char* what) {
+    spdlog::error("request {} {} from {}: internal error: {}",
+                  std::string(request_.method_string()), std::string(request_.target()), peer_,
+                  what);
+    finish(json_error(http::status::internal_server_error, "internal error"));
+  }
+
+  void respond(HttpResponse&& response) override {
+    net::dispatch(socket_.get_executor(),
+                  [self = shared_from_this(), res = std::move(response)]() mutable {
+                    if (self->phase_ != Phase::handling) return;
+                    self->finish(std::move(res));
+                  });
+  }
+
+  void finish(HttpResponse&& response) {
+    response.version(request_.version());
+    response.keep_alive(request_.keep_alive() && !server_->draining.load());
+    if (request_.body().capacity() <= kMaxKeptBody) spare_body_ = std::move(request_.body());
+    request_ = {};
     write(std::move(response));
   }
 
@@ -563,6 +596,7 @@ class Session : public std::enable_shared_from_this<Session> {
   int inline_depth_ = 0;  // done() calls of drive() now on the stack
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<PaddedStringBody>> parser_;
+  HttpRequest request_;      // the request being handled
   PaddedString spare_body_;  // the last body's buffer, for the next request
   std::string wire_;         // the response being written
   bool keep_alive_ = false;
@@ -655,7 +689,13 @@ void TlsServer::Impl::fire_drained() {
 
 TlsServer::TlsServer(net::io_context& ioc, unsigned io_threads, const CertStore& certs,
                      ServerLimits limits, RequestHandler handler, WebhookMetrics* metrics)
-    : impl_(std::make_shared<Impl>(ioc, io_threads, certs, limits, std::move(handler), metrics)) {}
+    : impl_(std::make_shared<Impl>(ioc, io_threads, certs, limits, std::move(handler),
+                                   AsyncRequestHandler{}, metrics)) {}
+
+TlsServer::TlsServer(net::io_context& ioc, unsigned io_threads, const CertStore& certs,
+                     ServerLimits limits, AsyncRequestHandler handler, WebhookMetrics* metrics)
+    : impl_(std::make_shared<Impl>(ioc, io_threads, certs, limits, RequestHandler{},
+                                   std::move(handler), metrics)) {}
 
 TlsServer::~TlsServer() {
   beast::error_code ignored;

@@ -25,7 +25,7 @@
 //
 // The request handler runs on one of the threads that run the io_context,
 // never at once with another handler of the same session; it must not block
-// for long. An exception from it
+// for long (an asynchronous handler answers later instead). An exception from it
 // is answered 500. Error answers carry a JSON body {"error": "..."}.
 //
 // Thread-safety: listen() and start() are called once, before the io_context
@@ -70,6 +70,25 @@ using HttpRequest = boost::beast::http::request<PaddedStringBody>;
 using HttpResponse = boost::beast::http::response<boost::beast::http::string_body>;
 using RequestHandler = std::function<HttpResponse(const HttpRequest&)>;
 
+// How an asynchronous handler answers: call it once, from any thread, with
+// the response. The request it was handed with stays valid until then; the
+// session waits for it (within its deadline, limits.write_timeout from the
+// end of the request), and a responder dropped without a call leaves the
+// connection to that deadline.
+class Responder {
+ public:
+  struct Target {
+    virtual ~Target() = default;
+    virtual void respond(HttpResponse&& response) = 0;
+  };
+  explicit Responder(std::shared_ptr<Target> target) : target_(std::move(target)) {}
+  void operator()(HttpResponse&& response) const { target_->respond(std::move(response)); }
+
+ private:
+  std::shared_ptr<Target> target_;
+};
+using AsyncRequestHandler = std::function<void(const HttpRequest&, Responder)>;
+
 // A response with the JSON body {"error": message}.
 [[nodiscard]] HttpResponse json_error(boost::beast::http::status status, std::string_view message);
 
@@ -80,6 +99,9 @@ class TlsServer {
   // will run `ioc`; with one, sessions do without strands.
   TlsServer(boost::asio::io_context& ioc, unsigned io_threads, const CertStore& certs,
             ServerLimits limits, RequestHandler handler, WebhookMetrics* metrics);
+  // The same with a handler that may answer later (after a registry lookup).
+  TlsServer(boost::asio::io_context& ioc, unsigned io_threads, const CertStore& certs,
+            ServerLimits limits, AsyncRequestHandler handler, WebhookMetrics* metrics);
   ~TlsServer();
   TlsServer(const TlsServer&) = delete;
   TlsServer& operator=(const TlsServer&) = delete;

@@ -512,8 +512,9 @@ TEST(Evaluate, GroupsListAtMostTwentyNames) {
 TEST(Evaluate, RegistryFactsAndFlagsAreInputs) {
   const Inventory inv = fleet({t4("gpu-t4-1", "535.129.03")});
   RegistryFacts registry;
-  registry[kImage] =
-      ImageConfig{{{"CUDA_VERSION", "12.4.1"}, {"NVIDIA_REQUIRE_CUDA", "cuda>=12.4"}}, {}};
+  registry.add(kImage,
+               std::make_shared<const ImageConfig>(ImageConfig{
+                   {{"CUDA_VERSION", "12.4.1"}, {"NVIDIA_REQUIRE_CUDA", "cuda>=12.4"}}, {}}));
   const Decision from_registry = decide(gpu_pod({}), inv, {}, EvaluationInputs{&registry, nullptr});
   EXPECT_EQ(from_registry.verdict, Verdict::fail);
   EXPECT_EQ(from_registry.containers[0].require.source, "registry");
@@ -539,8 +540,9 @@ TEST(Evaluate, MemoGivesTheDecisionsMadeWithoutIt) {
   Policy exact;
   exact.arch_match = ArchMatch::exact;
   RegistryFacts registry;
-  registry["nvcr.io/nvidia/pytorch:24.05-py3"] =
-      ImageConfig{{{"CUDA_VERSION", "12.1.0"}, {"TORCH_CUDA_ARCH_LIST", "8.0"}}, {}};
+  registry.add("nvcr.io/nvidia/pytorch:24.05-py3",
+               std::make_shared<const ImageConfig>(
+                   ImageConfig{{{"CUDA_VERSION", "12.1.0"}, {"TORCH_CUDA_ARCH_LIST", "8.0"}}, {}}));
   FlagValues flags;
   flags.cuda = "12.6";
   struct Row {

@@ -119,12 +119,13 @@ TEST(Metadata, NothingKnownLeavesEveryValueUnknown) {
 
 TEST(Metadata, RegistryConfigAndPodEnvOverride) {
   RegistryFacts registry;
-  registry[kImage] =
-      ImageConfig{{{"PATH", "/usr/bin"},
-                   {"CUDA_VERSION", "12.1.1"},
-                   {"NVIDIA_REQUIRE_CUDA", "cuda>=12.1 brand=tesla,driver>=470,driver<471"},
-                   {"TORCH_CUDA_ARCH_LIST", "8.0 9.0+PTX"}},
-                  {}};
+  registry.add(kImage,
+               std::make_shared<const ImageConfig>(ImageConfig{
+                   {{"PATH", "/usr/bin"},
+                    {"CUDA_VERSION", "12.1.1"},
+                    {"NVIDIA_REQUIRE_CUDA", "cuda>=12.1 brand=tesla,driver>=470,driver<471"},
+                    {"TORCH_CUDA_ARCH_LIST", "8.0 9.0+PTX"}},
+                   {}}));
   const ContainerMetadata from_image = resolve_ok(workload(kImage, {}), {}, &registry);
   EXPECT_EQ(cuda_of(from_image), "12.1");
   EXPECT_EQ(from_image.cuda.source, Source::registry);
@@ -153,11 +154,12 @@ TEST(Metadata, RegistryConfigAndPodEnvOverride) {
 
 TEST(Metadata, CudaFallsBackToRequireCudaThenToTheLabel) {
   RegistryFacts registry;
-  registry["a:1"] =
-      ImageConfig{{{"NVIDIA_REQUIRE_CUDA", "brand=tesla,driver>=470 cuda>=12.2"}}, {}};
-  registry["b:1"] = ImageConfig{{}, {{"com.nvidia.cuda.version", "11.8.0"}}};
-  registry["c:1"] =
-      ImageConfig{{{"CUDA_VERSION", "12.0"}}, {{"com.nvidia.cuda.version", "11.8.0"}}};
+  registry.add("a:1", std::make_shared<const ImageConfig>(ImageConfig{
+                          {{"NVIDIA_REQUIRE_CUDA", "brand=tesla,driver>=470 cuda>=12.2"}}, {}}));
+  registry.add("b:1", std::make_shared<const ImageConfig>(
+                          ImageConfig{{}, {{"com.nvidia.cuda.version", "11.8.0"}}}));
+  registry.add("c:1", std::make_shared<const ImageConfig>(ImageConfig{
+                          {{"CUDA_VERSION", "12.0"}}, {{"com.nvidia.cuda.version", "11.8.0"}}}));
   const ContainerMetadata a = resolve_ok(workload("a:1", {}), {}, &registry);
   EXPECT_EQ(cuda_of(a), "12.2");
   EXPECT_EQ(a.cuda.name, "NVIDIA_REQUIRE_CUDA");
@@ -177,7 +179,8 @@ TEST(Metadata, CatalogComesBeforeRegistryAndInference) {
   policy.images.push_back(
       CatalogEntry{"docker.io/nvidia/cuda:*", std::nullopt, std::nullopt, "cuda>=11.0"});
   RegistryFacts registry;
-  registry[kImage] = ImageConfig{{{"CUDA_VERSION", "12.8"}}, {}};
+  registry.add(kImage,
+               std::make_shared<const ImageConfig>(ImageConfig{{{"CUDA_VERSION", "12.8"}}, {}}));
   const ContainerMetadata md = resolve_ok(workload(kImage, {}), policy, &registry);
   EXPECT_EQ(cuda_of(md), "12.1");
   EXPECT_EQ(md.cuda.source, Source::catalog);
@@ -383,7 +386,8 @@ TEST(Metadata, ValuesAPersonWroteMustParse) {
 
 TEST(Metadata, BadValuesFromTheImageLeaveValuesUnknown) {
   RegistryFacts registry;
-  registry[kImage] = ImageConfig{{{"CUDA_VERSION", "12.x"}, {"TORCH_CUDA_ARCH_LIST", "Bogus"}}, {}};
+  registry.add(kImage, std::make_shared<const ImageConfig>(ImageConfig{
+                           {{"CUDA_VERSION", "12.x"}, {"TORCH_CUDA_ARCH_LIST", "Bogus"}}, {}}));
   const ContainerMetadata md = resolve_ok(workload(kImage, {}), {}, &registry);
   EXPECT_FALSE(md.cuda.value);
   EXPECT_FALSE(md.archs.value);
@@ -395,7 +399,8 @@ TEST(Metadata, RequirementsWithInvalidTermsAreKeptForTheNodesToJudge) {
   // reaches it, so the value itself is never unreadable, from the image or
   // from the pod.
   RegistryFacts registry;
-  registry[kImage] = ImageConfig{{{"NVIDIA_REQUIRE_CUDA", "cuda>=12.4 jetpack>=5"}}, {}};
+  registry.add(kImage, std::make_shared<const ImageConfig>(
+                           ImageConfig{{{"NVIDIA_REQUIRE_CUDA", "cuda>=12.4 jetpack>=5"}}, {}}));
   const ContainerMetadata image = resolve_ok(workload(kImage, {}), {}, &registry);
   ASSERT_TRUE(image.require.value);
   ASSERT_EQ(image.require.value->requirements.size(), 1U);
@@ -545,7 +550,8 @@ TEST(Metadata, ArchListNamesFollowTheImagesCudaAndThePolicysReading) {
 
 TEST(Metadata, ValueFromHidesTheImageValue) {
   RegistryFacts registry;
-  registry[kImage] = ImageConfig{{{"CUDA_VERSION", "12.4"}, {"TORCH_CUDA_ARCH_LIST", "8.0"}}, {}};
+  registry.add(kImage, std::make_shared<const ImageConfig>(ImageConfig{
+                           {{"CUDA_VERSION", "12.4"}, {"TORCH_CUDA_ARCH_LIST", "8.0"}}, {}}));
   const ContainerMetadata md = resolve_ok(
       workload(kImage, {{"CUDA_VERSION", std::nullopt}, {"TORCH_CUDA_ARCH_LIST", std::nullopt}}),
       {}, &registry);
@@ -627,7 +633,8 @@ TEST(Metadata, NgcRequirementOffersEachForwardCompatibleBranchPerDatacenterBrand
 
 TEST(Metadata, RegistryResultBeatsInference) {
   RegistryFacts registry;
-  registry["nvidia/cuda:12.8.1-base-ubuntu24.04"] = ImageConfig{{{"CUDA_VERSION", "12.8.1"}}, {}};
+  registry.add("nvidia/cuda:12.8.1-base-ubuntu24.04",
+               std::make_shared<const ImageConfig>(ImageConfig{{{"CUDA_VERSION", "12.8.1"}}, {}}));
   const ContainerMetadata md =
       resolve_ok(workload("nvidia/cuda:12.8.1-base-ubuntu24.04", {}), {}, &registry);
   EXPECT_EQ(md.cuda.source, Source::registry);

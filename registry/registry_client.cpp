@@ -1,0 +1,719 @@
+// The registry client's I/O: lookups as coroutines on the io_context that
+// perform what ImageLookup asks, over a bounded pool of kept-alive
+// connections; the cache and the lookups in flight behind one mutex.
+#include "registry/registry_client.h"
+
+#include <openssl/ssl.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <deque>
+#include <fstream>
+#include <list>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <unordered_map>
+
+#include "policy/image_ref.h"
+#include "registry/auth.h"
+#include "registry/image_lookup.h"
+#include "registry/manifest.h"
+
+namespace cudagate {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace ssl = net::ssl;
+using tcp = net::ip::tcp;
+using Clock = RegistryClock;
+
+namespace {
+
+constexpr std::size_t kMaxIdlePerHost = 8;
+
+std::string cache_key(std::string_view image, std::string_view platform) {
+  std::string key;
+  key.reserve(image.size() + platform.size() + 1);
+  key.append(image);
+  key += '\n';
+  key.append(platform);
+  return key;
+}
+
+// "host:port" -> host, port; "[::1]:5000" -> "::1", "5000".
+std::pair<std::string, std::string> split_host(std::string_view host, bool tls) {
+  std::string port = tls ? "443" : "80";
+  if (!host.empty() && host.front() == '[') {
+    const auto close = host.find(']');
+    if (close != std::string_view::npos) {
+      if (close + 2 < host.size() && host[close + 1] == ':') {
+        port = std::string(host.substr(close + 2));
+      }
+      return {std::string(host.substr(1, close - 1)), port};
+    }
+  }
+  const auto colon = host.rfind(':');
+  if (colon != std::string_view::npos && host.find(':') == colon) {
+    return {std::string(host.substr(0, colon)), std::string(host.substr(colon + 1))};
+  }
+  return {std::string(host), port};
+}
+
+// A mirror as written in registry.mirrors: "mirror.example.com",
+// "https://mirror.example.com", "http://10.0.0.5:5000".
+RegistryEndpoint endpoint_of_mirror(std::string_view text, const RegistrySettings& settings) {
+  bool tls = true;
+  bool explicit_scheme = false;
+  if (text.substr(0, 8) == "https://") {
+    text.remove_prefix(8);
+    explicit_scheme = true;
+  } else if (text.substr(0, 7) == "http://") {
+    text.remove_prefix(7);
+    tls = false;
+    explicit_scheme = true;
+  }
+  text = text.substr(0, text.find('/'));
+  RegistryEndpoint e{std::string(text), tls};
+  if (!explicit_scheme) {
+    for (const std::string& insecure : settings.insecure) {
+      if (insecure == e.host) e.tls = false;
+    }
+  }
+  return e;
+}
+
+std::optional<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+}  // namespace
+
+struct RegistryClient::Impl : std::enable_shared_from_this<RegistryClient::Impl> {
+  Impl(net::io_context& context, RegistryObserver* watcher) : ioc(context), observer(watcher) {}
+
+  // One kept-alive connection to one host.
+  struct Connection {
+    explicit Connection(net::io_context& context) : tcp(context) {}
+    beast::tcp_stream tcp;
+    std::unique_ptr<beast::ssl_stream<beast::tcp_stream&>> tls;
+    beast::flat_buffer buffer;
+  };
+  using ConnectionPtr = std::unique_ptr<Connection>;
+
+  struct Entry {
+    std::shared_ptr<const ImageConfig> config;
+    std::string failure;
+    Clock::time_point fresh_until;
+    std::list<std::string>::iterator lru;
+  };
+  struct Inflight {
+    std::vector<std::function<void()>> waiters;
+  };
+
+  net::io_context& ioc;
+  RegistryObserver* const observer;
+
+  mutable std::mutex mutex;  // everything below
+  RegistrySettings settings;
+  bool configured = false;
+  std::shared_ptr<ssl::context> tls_context;
+  std::string tls_ca_file;
+  std::shared_ptr<const DockerConfig> docker_config;
+  std::string docker_config_path;
+  struct timespec docker_config_mtime {};
+  bool docker_config_warned = false;
+
+  std::unordered_map<std::string, Entry> entries;
+  std::list<std::string> entries_lru;  // front: most recent
+  std::unordered_map<
+      std::string, std::pair<std::shared_ptr<const ImageConfig>, std::list<std::string>::iterator>>
+      configs;
+  std::list<std::string> configs_lru;
+  std::unordered_map<std::string, std::shared_ptr<Inflight>> inflight;
+  std::map<std::string, Clock::time_point, std::less<>> blocked_hosts;  // 429
+  std::map<std::pair<bool, std::string>, std::vector<ConnectionPtr>> idle;
+  std::size_t active_connections = 0;
+  std::deque<std::shared_ptr<net::steady_timer>> slot_waiters;
+
+  std::mutex tokens_mutex;  // taken before `mutex`, never after
+  TokenCache tokens;
+
+  // --- cache ---------------------------------------------------------------
+
+  std::size_t bound() const { return std::max<std::size_t>(1, settings.max_cache_entries); }
+
+  void touch_entry(Entry& e) { entries_lru.splice(entries_lru.begin(), entries_lru, e.lru); }
+
+  void store_entry(const std::string& key, std::shared_ptr<const ImageConfig> config,
+                   std::string failure, Clock::time_point fresh_until) {
+    auto it = entries.find(key);
+    if (it == entries.end()) {
+      entries_lru.push_front(key);
+      it = entries.emplace(key, Entry{}).first;
+      it->second.lru = entries_lru.begin();
+    } else {
+      touch_entry(it->second);
+    }
+    // A failure never replaces a config: a registry that fails a re-check
+    // leaves the config it gave before (refreshed again after kFailureTtl).
+    if (config == nullptr && it->second.config != nullptr) {
+      it->second.fresh_until = fresh_until;
+    } else {
+      it->second.config = std::move(config);
+      it->second.failure = std::move(failure);
+      it->second.fresh_until = fresh_until;
+    }
+    trim();
+  }
+
+  void store_config(const std::shared_ptr<const ImageConfig>& config) {
+    if (config->digest.empty()) return;
+    auto it = configs.find(config->digest);
+    if (it != configs.end()) {
+      configs_lru.splice(configs_lru.begin(), configs_lru, it->second.second);
+      return;
+    }
+    configs_lru.push_front(config->digest);
+    configs.emplace(config->digest, std::make_pair(config, configs_lru.begin()));
+    trim();
+  }
+
+  void trim() {
+    while (entries.size() > bound()) {
+      entries.erase(entries_lru.back());
+      entries_lru.pop_back();
+    }
+    while (configs.size() > bound()) {
+      configs.erase(configs_lru.back());
+      configs_lru.pop_back();
+    }
+  }
+
+  std::shared_ptr<const ImageConfig> known_config(std::string_view digest) {
+    std::lock_guard lock(mutex);
+    const auto it = configs.find(std::string(digest));
+    if (it == configs.end()) return nullptr;
+    configs_lru.splice(configs_lru.begin(), configs_lru, it->second.second);
+    return it->second.first;
+  }
+
+  // --- credentials ---------------------------------------------------------
+
+  // The dockerconfigjson file as it is now; re-read when its mtime changes.
+  std::shared_ptr<const DockerConfig> credentials_now() {
+    std::lock_guard lock(mutex);
+    if (settings.credentials.empty()) return nullptr;
+    struct stat st {};
+    if (::stat(settings.credentials.c_str(), &st) != 0) {
+      docker_config = nullptr;
+      docker_config_path.clear();
+      return nullptr;
+    }
+    if (docker_config_path == settings.credentials &&
+        st.st_mtim.tv_sec == docker_config_mtime.tv_sec &&
+        st.st_mtim.tv_nsec == docker_config_mtime.tv_nsec) {
+      return docker_config;
+    }
+    docker_config_path = settings.credentials;
+    docker_config_mtime = st.st_mtim;
+    docker_config = nullptr;
+    const auto text = read_file(settings.credentials);
+    if (!text) {
+      spdlog::warn("registry credentials {} cannot be read", settings.credentials);
+      return nullptr;
+    }
+    auto parsed = DockerConfig::parse(*text);
+    if (!parsed) {
+      spdlog::warn("registry credentials {}: {}", settings.credentials, parsed.error().str());
+      return nullptr;
+    }
+    docker_config = std::make_shared<const DockerConfig>(std::move(parsed).value());
+    return docker_config;
+  }
+
+  std::vector<RegistryEndpoint> endpoints_for(const ImageRef& ref) {
+    std::lock_guard lock(mutex);
+    std::vector<RegistryEndpoint> out;
+    if (const auto m = settings.mirrors.find(ref.registry); m != settings.mirrors.end()) {
+      out.push_back(endpoint_of_mirror(m->second, settings));
+    }
+    RegistryEndpoint origin{ref.registry == "docker.io" ? "registry-1.docker.io" : ref.registry,
+                            true};
+    for (const std::string& insecure : settings.insecure) {
+      if (insecure == ref.registry || insecure == origin.host) origin.tls = false;
+    }
+    out.push_back(origin);
+    return out;
+  }
+
+  // --- connections ---------------------------------------------------------
+
+  net::awaitable<void> acquire_slot() {
+    while (true) {
+      std::shared_ptr<net::steady_timer> timer;
+      {
+        std::lock_guard lock(mutex);
+        if (active_connections < kMaxConnections) {
+          ++active_connections;
+          co_return;
+        }
+        timer = std::make_shared<net::steady_timer>(ioc, Clock::time_point::max());
+        slot_waiters.push_back(timer);
+      }
+      beast::error_code ec;
+      co_await timer->async_wait(net::redirect_error(net::use_awaitable, ec));
+    }
+  }
+
+  void release_slot() {
+    std::shared_ptr<net::steady_timer> next;
+    {
+      std::lock_guard lock(mutex);
+      --active_connections;
+      if (!slot_waiters.empty()) {
+        next = std::move(slot_waiters.front());
+        slot_waiters.pop_front();
+      }
+    }
+    if (next) next->cancel();
+  }
+
+  ConnectionPtr take_idle(bool tls, const std::string& host) {
+    std::lock_guard lock(mutex);
+    auto it = idle.find({tls, host});
+    if (it == idle.end() || it->second.empty()) return nullptr;
+    ConnectionPtr c = std::move(it->second.back());
+    it->second.pop_back();
+    return c;
+  }
+
+  void keep_idle(bool tls, const std::string& host, ConnectionPtr c) {
+    std::lock_guard lock(mutex);
+    auto& list = idle[{tls, host}];
+    if (list.size() < kMaxIdlePerHost) list.push_back(std::move(c));
+  }
+
+  std::shared_ptr<ssl::context> tls_context_now() {
+    std::lock_guard lock(mutex);
+    return tls_context;
+  }
+
+  net::awaitable<beast::error_code> open(Connection& c, bool tls, const std::string& host) {
+    const auto [name, port] = split_host(host, tls);
+    beast::error_code ec;
+    tcp::resolver resolver(ioc);
+    c.tcp.expires_after(kRequestTimeout);
+    const auto results =
+        co_await resolver.async_resolve(name, port, net::redirect_error(net::use_awaitable, ec));
+    if (ec) co_return ec;
+    co_await c.tcp.async_connect(results, net::redirect_error(net::use_awaitable, ec));
+    if (ec) co_return ec;
+    c.tcp.socket().set_option(tcp::no_delay(true), ec);
+    if (!tls) co_return beast::error_code{};
+    const auto context = tls_context_now();
+    c.tls = std::make_unique<beast::ssl_stream<beast::tcp_stream&>>(c.tcp, *context);
+    if (!SSL_set_tlsext_host_name(c.tls->native_handle(), name.c_str())) {
+      co_return beast::error_code(static_cast<int>(::ERR_get_error()),
+                                  net::error::get_ssl_category());
+    }
+    c.tls->set_verify_mode(ssl::verify_peer);
+    c.tls->set_verify_callback(ssl::host_name_verification(name));
+    co_await c.tls->async_handshake(ssl::stream_base::client,
+                                    net::redirect_error(net::use_awaitable, ec));
+    co_return ec;
+  }
+
+  template <class Stream>
+  static net::awaitable<beast::error_code> exchange(
+      Stream& stream, beast::flat_buffer& buffer, http::request<http::empty_body>& request,
+      http::response_parser<http::string_body>& parser) {
+    beast::error_code ec;
+    co_await http::async_write(stream, request, net::redirect_error(net::use_awaitable, ec));
+    if (ec) co_return ec;
+    co_await http::async_read(stream, buffer, parser, net::redirect_error(net::use_awaitable, ec));
+    co_return ec;
+  }
+
+  // One HTTP exchange: a reply, or the transport error's text.
+  net::awaitable<Expected<HttpReply>> perform(const HttpCall& call) {
+    co_await acquire_slot();
+    struct Release {
+      Impl* impl;
+      ~Release() { impl->release_slot(); }
+    } release{this};
+
+    http::request<http::empty_body> request{http::verb::get, call.target, 11};
+    request.set(http::field::host, call.host);
+    request.set(http::field::user_agent, "cudagate");
+    request.set(http::field::accept, call.accept);
+    if (!call.authorization.empty()) request.set(http::field::authorization, call.authorization);
+    request.keep_alive(true);
+
+    std::string failure;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      ConnectionPtr c = attempt == 0 ? take_idle(call.tls, call.host) : nullptr;
+      const bool reused = c != nullptr;
+      if (!c) {
+        c = std::make_unique<Connection>(ioc);
+        if (const auto ec = co_await open(*c, call.tls, call.host)) {
+          failure = (call.tls ? "connecting with TLS to " : "connecting to ") + call.host + ": " +
+                    ec.message();
+          break;
+        }
+      }
+      http::response_parser<http::string_body> parser;
+      parser.body_limit(call.max_body);
+      parser.header_limit(64 * 1024);
+      c->tcp.expires_after(kRequestTimeout);
+      const auto ec = c->tls ? co_await exchange(*c->tls, c->buffer, request, parser)
+                             : co_await exchange(c->tcp, c->buffer, request, parser);
+      if (ec) {
+        // A kept-alive connection the server had closed: once more on a new one.
+        if (reused && !parser.got_some()) continue;
+        if (ec == http::error::body_limit) {
+          failure = "the answer exceeds " + std::to_string(call.max_body) + " bytes";
+        } else if (ec == beast::error::timeout) {
+          failure = "no answer from " + call.host + " within " +
+                    std::to_string(kRequestTimeout.count()) + " s";
+        } else {
+          failure = call.host + ": " + ec.message();
+        }
+        break;
+      }
+      auto& response = parser.get();
+      HttpReply reply;
+      reply.status = static_cast<int>(response.result_int());
+      reply.content_type = std::string(response[http::field::content_type]);
+      reply.location = std::string(response[http::field::location]);
+      reply.www_authenticate = std::string(response[http::field::www_authenticate]);
+      reply.retry_after = std::string(response[http::field::retry_after]);
+      const bool keep = response.keep_alive();
+      reply.body = std::move(response.body());
+      if (keep) keep_idle(call.tls, call.host, std::move(c));
+      co_return reply;
+    }
+    co_return Error{"", failure};
+  }
+
+  // --- lookups -------------------------------------------------------------
+
+  bool host_blocked(const std::string& host, Clock::time_point now, std::chrono::seconds& left) {
+    std::lock_guard lock(mutex);
+    const auto it = blocked_hosts.find(host);
+    if (it == blocked_hosts.end()) return false;
+    if (it->second <= now) {
+      blocked_hosts.erase(it);
+      return false;
+    }
+    left = std::chrono::duration_cast<std::chrono::seconds>(it->second - now) +
+           std::chrono::seconds(1);
+    return true;
+  }
+
+  net::awaitable<void> run_lookup(std::string key, ImageRef ref, Platform platform) {
+    auto config_file = credentials_now();
+    std::optional<Credentials> credentials;
+    const auto endpoints = endpoints_for(ref);
+    if (config_file) {
+      if (const Credentials* found = config_file->find(ref.registry)) credentials = *found;
+    }
+    auto self = shared_from_this();
+    ImageLookup machine(ref, platform, endpoints, credentials ? &*credentials : nullptr, &tokens,
+                        [self](std::string_view digest) { return self->known_config(digest); });
+    ImageLookup::Step step;
+    while (true) {
+      {
+        std::lock_guard lock(tokens_mutex);
+        step = machine.next(Clock::now());
+      }
+      const auto* call = std::get_if<HttpCall>(&step);
+      if (call == nullptr) break;
+      std::chrono::seconds left{0};
+      if (host_blocked(call->host, Clock::now(), left)) {
+        step = LookupFailure{LookupFailure::Kind::rate_limited,
+                             call->host + " rate-limited earlier requests; asked again in " +
+                                 std::to_string(left.count()) + " s",
+                             left, call->host};
+        break;
+      }
+      const auto start = Clock::now();
+      auto reply = co_await perform(*call);
+      if (observer != nullptr) {
+        observer->registry_request(std::chrono::duration<double>(Clock::now() - start).count());
+      }
+      std::lock_guard lock(tokens_mutex);
+      if (reply) {
+        if (reply->status == 429) {
+          std::lock_guard inner(mutex);
+          // Retry-After is read again by the machine; here it blocks the host.
+          long long seconds = 60;
+          try {
+            if (!reply->retry_after.empty()) seconds = std::stoll(reply->retry_after);
+          } catch (const std::exception&) {
+          }
+          blocked_hosts[call->host] =
+              Clock::now() + std::chrono::seconds(std::clamp(seconds, 1LL, 3600LL));
+        }
+        machine.on_reply(std::move(*reply), Clock::now());
+      } else {
+        machine.on_transport_error(reply.error().message);
+      }
+    }
+    finish(key, ref, step);
+  }
+
+  void finish(const std::string& key, const ImageRef& ref, const ImageLookup::Step& step) {
+    std::shared_ptr<Inflight> done;
+    std::string result = "found";
+    {
+      std::lock_guard lock(mutex);
+      const auto now = Clock::now();
+      if (const auto* config = std::get_if<ImageLookup::ConfigPtr>(&step)) {
+        store_config(*config);
+        const auto fresh = ref.digest.empty() ? now + settings.cache_ttl : Clock::time_point::max();
+        store_entry(key, *config, "", fresh);
+      } else if (const auto* failure = std::get_if<LookupFailure>(&step)) {
+        result = std::string(to_string(failure->kind));
+        const auto ttl = std::max<std::chrono::seconds>(kFailureTtl, failure->retry_after);
+        store_entry(key, nullptr, failure->message, now + ttl);
+        spdlog::info(R"({{"msg":"registry lookup failed","image":"{}","error":"{}"}})",
+                     printable_json(ref.str()), printable_json(failure->message));
+      }
+      if (auto it = inflight.find(key); it != inflight.end()) {
+        done = std::move(it->second);
+        inflight.erase(it);
+      }
+    }
+    if (observer != nullptr) {
+      observer->registry_lookup(result);
+      std::size_t images = 0;
+      std::size_t stored = 0;
+      {
+        std::lock_guard lock(mutex);
+        images = entries.size();
+        stored = configs.size();
+      }
+      observer->registry_cache_size(images, stored);
+    }
+    if (done) {
+      for (auto& waiter : done->waiters) waiter();
+    }
+  }
+
+  static std::string printable_json(std::string_view text) {
+    std::string out;
+    for (const char c : text) {
+      if (c == '"' || c == '\\') {
+        out += '\\';
+        out += c;
+      } else if (static_cast<unsigned char>(c) < 0x20) {
+        out += ' ';
+      } else {
+        out += c;
+      }
+    }
+    return out;
+  }
+
+  // Starts a lookup of `key` unless one is in flight; adds `waiter` (may be
+  // empty) to it. Called with `mutex` held.
+  void start_locked(const std::string& key, std::string_view image, std::string_view platform,
+                    std::function<void()> waiter) {
+    auto it = inflight.find(key);
+    if (it != inflight.end()) {
+      if (waiter) it->second->waiters.push_back(std::move(waiter));
+      return;
+    }
+    auto ref = ImageRef::parse(image);
+    auto parsed_platform = Platform::parse(platform);
+    if (!ref || !parsed_platform) {
+      const std::string why =
+          !ref ? "image reference " + std::string(image) + ": " + ref.error().str()
+               : parsed_platform.error().str();
+      store_entry(key, nullptr, why, Clock::now() + std::chrono::hours(24));
+      if (waiter) net::post(ioc, std::move(waiter));
+      return;
+    }
+    auto flight = std::make_shared<Inflight>();
+    if (waiter) flight->waiters.push_back(std::move(waiter));
+    inflight.emplace(key, flight);
+    net::co_spawn(ioc, run_lookup(key, std::move(ref).value(), std::move(parsed_platform).value()),
+                  [self = shared_from_this(), key](const std::exception_ptr& error) {
+                    if (!error) return;
+                    // Out of memory or a bug: the lookup ends as a failure.
+                    LookupFailure failure{LookupFailure::Kind::transport, "internal error", {}, {}};
+                    try {
+                      std::rethrow_exception(error);
+                    } catch (const std::exception& e) {
+                      failure.message = std::string("internal error: ") + e.what();
+                    }
+                    auto parsed = ImageRef::parse(key.substr(0, key.find('\n')));
+                    self->finish(key, parsed ? *parsed : ImageRef{}, failure);
+                  });
+  }
+};
+
+RegistryClient::RegistryClient(net::io_context& ioc, RegistryObserver* observer)
+    : impl_(std::make_shared<Impl>(ioc, observer)) {}
+
+RegistryClient::~RegistryClient() = default;
+
+std::optional<Error> RegistryClient::configure(const RegistrySettings& settings) {
+  std::shared_ptr<ssl::context> context;
+  {
+    std::lock_guard lock(impl_->mutex);
+    if (impl_->tls_context && impl_->tls_ca_file == settings.ca_file) context = impl_->tls_context;
+  }
+  if (!context) {
+    context = std::make_shared<ssl::context>(ssl::context::tls_client);
+    context->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                         ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
+                         ssl::context::no_tlsv1_1);
+    beast::error_code ec;
+    context->set_default_verify_paths(ec);
+    if (!settings.ca_file.empty()) {
+      context->load_verify_file(settings.ca_file, ec);
+      if (ec) {
+        return Error{"registry.caFile",
+                     "cannot load " + settings.ca_file + " as PEM certificates: " + ec.message()};
+      }
+    }
+  }
+  std::lock_guard lock(impl_->mutex);
+  impl_->settings = settings;
+  impl_->tls_context = std::move(context);
+  impl_->tls_ca_file = settings.ca_file;
+  impl_->configured = true;
+  impl_->trim();
+  return std::nullopt;
+}
+
+RegistryClient::Answer RegistryClient::cached(std::string_view image, std::string_view platform) {
+  Answer answer;
+  const char* event = "miss";
+  {
+    std::lock_guard lock(impl_->mutex);
+    if (!impl_->configured || !impl_->settings.enabled) {
+      answer.state = Answer::State::absent;
+      answer.reason = "registry lookups are disabled";
+      return answer;
+    }
+    const std::string key = cache_key(image, platform);
+    const auto it = impl_->entries.find(key);
+    if (it != impl_->entries.end()) {
+      Impl::Entry& e = it->second;
+      impl_->touch_entry(e);
+      const bool fresh = Clock::now() < e.fresh_until;
+      if (e.config) {
+        answer.state = Answer::State::found;
+        answer.config = e.config;
+        event = fresh ? "hit" : "stale";
+        if (!fresh) impl_->start_locked(key, image, platform, {});
+      } else {
+        // A failure, even an old one, is not waited for again: the image
+        // is judged without a config while it is asked once more.
+        answer.state = Answer::State::absent;
+        answer.reason = e.failure;
+        event = "failure";
+        if (!fresh) impl_->start_locked(key, image, platform, {});
+      }
+    }
+  }
+  if (impl_->observer != nullptr) impl_->observer->registry_cache(event);
+  return answer;
+}
+
+void RegistryClient::lookup(std::vector<ImageWanted> wanted, std::chrono::milliseconds budget,
+                            std::function<void()> done) {
+  struct Waiter {
+    explicit Waiter(net::io_context& ioc) : timer(ioc) {}
+    net::steady_timer timer;
+    std::atomic<std::size_t> remaining{0};
+    std::atomic<bool> fired{false};
+    std::function<void()> done;
+    void fire() {
+      if (fired.exchange(true)) return;
+      timer.cancel();
+      auto call = std::move(done);
+      call();
+    }
+  };
+  auto waiter = std::make_shared<Waiter>(impl_->ioc);
+  waiter->done = std::move(done);
+  waiter->remaining = wanted.size() + 1;
+  auto one_done = [waiter] {
+    if (--waiter->remaining == 0) waiter->fire();
+  };
+  {
+    std::lock_guard lock(impl_->mutex);
+    for (const ImageWanted& w : wanted) {
+      const std::string key = cache_key(w.image, w.platform);
+      const auto it = impl_->entries.find(key);
+      if (!impl_->settings.enabled ||
+          (it != impl_->entries.end() && Clock::now() < it->second.fresh_until)) {
+        one_done();
+        continue;
+      }
+      impl_->start_locked(key, w.image, w.platform, one_done);
+    }
+  }
+  waiter->timer.expires_after(budget);
+  waiter->timer.async_wait([waiter](const beast::error_code& ec) {
+    if (!ec) waiter->fire();
+  });
+  // The extra count held while starting: every lookup may already be done.
+  net::post(impl_->ioc, one_done);
+}
+
+std::size_t RegistryClient::cached_images() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->entries.size();
+}
+
+std::size_t RegistryClient::cached_configs() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->configs.size();
+}
+
+Expected<std::vector<RegistryClient::Answer>> look_up_once(const RegistrySettings& settings,
+                                                           const std::vector<ImageWanted>& wanted) {
+  net::io_context ioc(1);
+  std::vector<RegistryClient::Answer> answers;
+  {
+    RegistryClient client(ioc, nullptr);
+    if (auto error = client.configure(settings)) return *error;
+    client.lookup(wanted, settings.timeout, [&ioc] { ioc.stop(); });
+    ioc.run();
+    for (const ImageWanted& w : wanted) {
+      RegistryClient::Answer answer = client.cached(w.image, w.platform);
+      if (answer.state == RegistryClient::Answer::State::miss) {
+        answer.state = RegistryClient::Answer::State::absent;
+        answer.reason = "no answer within registry.timeout (" +
+                        std::to_string(settings.timeout.count()) + " ms)";
+      }
+      answers.push_back(std::move(answer));
+    }
+  }
+  return answers;
+}
+
+}  // namespace cudagate
