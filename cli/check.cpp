@@ -360,8 +360,8 @@ void run_check(const CheckOptions& options) {
         if (answers[k].config) {
           registry_facts[wanted_by[k]].add(wanted[k].image, answers[k].config);
         } else {
-          spdlog::info("registry: {} ({}): {}", wanted[k].image, wanted[k].platform,
-                       answers[k].reason);
+          spdlog::debug("registry: {} ({}): {}", wanted[k].image, wanted[k].platform,
+                        answers[k].reason);
         }
       }
     }

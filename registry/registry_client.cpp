@@ -46,6 +46,10 @@ namespace {
 
 constexpr std::size_t kMaxIdlePerHost = 8;
 
+std::string_view platform_of(std::string_view key) {
+  return key.substr(key.find('\n') + 1);
+}
+
 std::string cache_key(std::string_view image, std::string_view platform) {
   std::string key;
   key.reserve(image.size() + platform.size() + 1);
@@ -495,8 +499,15 @@ struct RegistryClient::Impl : std::enable_shared_from_this<RegistryClient::Impl>
         result = std::string(to_string(failure->kind));
         const auto ttl = std::max<std::chrono::seconds>(kFailureTtl, failure->retry_after);
         store_entry(key, nullptr, failure->message, now + ttl);
-        spdlog::info(R"({{"msg":"registry lookup failed","image":"{}","error":"{}"}})",
-                     printable_json(ref.str()), printable_json(failure->message));
+        // What a person must fix (credentials, a registry serving bad
+        // content, a rate limit) is a warning; an image that is not there,
+        // or a registry out of reach, is ordinary for public images.
+        const bool notable = failure->kind == LookupFailure::Kind::unauthorized ||
+                             failure->kind == LookupFailure::Kind::invalid ||
+                             failure->kind == LookupFailure::Kind::rate_limited;
+        spdlog::log(notable ? spdlog::level::warn : spdlog::level::debug,
+                    "registry lookup of {} ({}) failed: {}", ref.str(), platform_of(key),
+                    failure->message);
       }
       if (auto it = inflight.find(key); it != inflight.end()) {
         done = std::move(it->second);
@@ -517,21 +528,6 @@ struct RegistryClient::Impl : std::enable_shared_from_this<RegistryClient::Impl>
     if (done) {
       for (auto& waiter : done->waiters) waiter();
     }
-  }
-
-  static std::string printable_json(std::string_view text) {
-    std::string out;
-    for (const char c : text) {
-      if (c == '"' || c == '\\') {
-        out += '\\';
-        out += c;
-      } else if (static_cast<unsigned char>(c) < 0x20) {
-        out += ' ';
-      } else {
-        out += c;
-      }
-    }
-    return out;
   }
 
   // Starts a lookup of `key` unless one is in flight; adds `waiter` (may be
@@ -556,7 +552,16 @@ struct RegistryClient::Impl : std::enable_shared_from_this<RegistryClient::Impl>
     auto flight = std::make_shared<Inflight>();
     if (waiter) flight->waiters.push_back(std::move(waiter));
     inflight.emplace(key, flight);
-    net::co_spawn(ioc, run_lookup(key, std::move(ref).value(), std::move(parsed_platform).value()),
+    // Posted: the caller holds `mutex`, and a coroutine spawned from an
+    // io_context thread may start at once on it.
+    net::post(ioc, [self = shared_from_this(), key, image = std::move(ref).value(),
+                    at = std::move(parsed_platform).value()]() mutable {
+      self->spawn(std::move(key), std::move(image), std::move(at));
+    });
+  }
+
+  void spawn(std::string key, ImageRef ref, Platform platform) {
+    net::co_spawn(ioc, run_lookup(key, std::move(ref), std::move(platform)),
                   [self = shared_from_this(), key](const std::exception_ptr& error) {
                     if (!error) return;
                     // Out of memory or a bug: the lookup ends as a failure.

@@ -383,6 +383,24 @@ class TokenServer:
 
 # --- servers in front of a registry -------------------------------------------------
 
+def serve_get(on_get):
+    """A threaded HTTP/1.1 server on a loopback port whose GET requests are
+    answered by on_get(handler); returns the server (serving)."""
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            on_get(self)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
 class FrontServer:
     """A plain-HTTP server in front of a registry, answering each request
     with what `decide(handler)` returns: None to forward it to the upstream
@@ -400,39 +418,29 @@ class FrontServer:
         return f"127.0.0.1:{self.server.server_address[1]}"
 
     def start(self):
-        outer = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def do_GET(self):
-                outer.seen.append(self.path)
-                answer = outer.decide(self)
-                if answer is None:
-                    if outer.delay:
-                        threading.Event().wait(outer.delay)
-                    request = urllib.request.Request(f"http://{outer.upstream}{self.path}",
-                                                     headers={k: v for k, v in self.headers.items()
-                                                              if k.lower() in ("accept", "authorization")})
-                    try:
-                        with urllib.request.urlopen(request, timeout=30) as res:
-                            status, headers, body = res.status, dict(res.headers), res.read()
-                    except urllib.error.HTTPError as e:
-                        status, headers, body = e.code, dict(e.headers), e.read()
-                    headers = {k: v for k, v in headers.items()
-                               if k.lower() in ("content-type", "docker-content-digest",
-                                                "www-authenticate", "location")}
-                else:
-                    status, headers, body = answer
-                send(self, status, headers, body)
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server = serve_get(self._answer)
         return self
+
+    def _answer(self, handler):
+        self.seen.append(handler.path)
+        answer = self.decide(handler)
+        if answer is None:
+            if self.delay:
+                threading.Event().wait(self.delay)
+            request = urllib.request.Request(f"http://{self.upstream}{handler.path}",
+                                             headers={k: v for k, v in handler.headers.items()
+                                                      if k.lower() in ("accept", "authorization")})
+            try:
+                with urllib.request.urlopen(request, timeout=30) as res:
+                    status, headers, body = res.status, dict(res.headers), res.read()
+            except urllib.error.HTTPError as e:
+                status, headers, body = e.code, dict(e.headers), e.read()
+            headers = {k: v for k, v in headers.items()
+                       if k.lower() in ("content-type", "docker-content-digest",
+                                        "www-authenticate", "location")}
+        else:
+            status, headers, body = answer
+        send(handler, status, headers, body)
 
     def stop(self):
         if self.server:

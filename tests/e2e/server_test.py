@@ -283,6 +283,16 @@ def metric_value(text, name, **labels):
     return None
 
 
+def assert_promtool_accepts(test, text):
+    """`promtool check metrics` passes the exposition `text`."""
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        test.skipTest("promtool not installed (Debian package prometheus)")
+    out = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True,
+                         text=True, timeout=60)
+    test.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+
+
 def post(conn, path, body, headers=None):
     conn.request("POST", path, body=body, headers=headers or JSON_HEADERS)
     res = conn.getresponse()
@@ -733,12 +743,7 @@ class TransportTest(ServerTestCase):
         expiry = metric_value(text, "cudagate_tls_certificate_expiry_timestamp_seconds")
         self.assertGreater(expiry, time.time() + 300 * 86400)
         self.assertEqual(metric_value(text, "cudagate_build_info"), 1)
-        promtool = shutil.which("promtool")
-        if promtool is None:
-            self.skipTest("promtool not installed (Debian package prometheus)")
-        out = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True,
-                             text=True, timeout=60)
-        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        assert_promtool_accepts(self, text)
 
 
 class SingleThreadTransportTest(TransportTest):

@@ -514,7 +514,7 @@ TEST(Evaluate, RegistryFactsAndFlagsAreInputs) {
   RegistryFacts registry;
   registry.add(kImage,
                std::make_shared<const ImageConfig>(ImageConfig{
-                   {{"CUDA_VERSION", "12.4.1"}, {"NVIDIA_REQUIRE_CUDA", "cuda>=12.4"}}, {}}));
+                   {{"CUDA_VERSION", "12.4.1"}, {"NVIDIA_REQUIRE_CUDA", "cuda>=12.4"}}, {}, ""}));
   const Decision from_registry = decide(gpu_pod({}), inv, {}, EvaluationInputs{&registry, nullptr});
   EXPECT_EQ(from_registry.verdict, Verdict::fail);
   EXPECT_EQ(from_registry.containers[0].require.source, "registry");
@@ -541,8 +541,8 @@ TEST(Evaluate, MemoGivesTheDecisionsMadeWithoutIt) {
   exact.arch_match = ArchMatch::exact;
   RegistryFacts registry;
   registry.add("nvcr.io/nvidia/pytorch:24.05-py3",
-               std::make_shared<const ImageConfig>(
-                   ImageConfig{{{"CUDA_VERSION", "12.1.0"}, {"TORCH_CUDA_ARCH_LIST", "8.0"}}, {}}));
+               std::make_shared<const ImageConfig>(ImageConfig{
+                   {{"CUDA_VERSION", "12.1.0"}, {"TORCH_CUDA_ARCH_LIST", "8.0"}}, {}, ""}));
   FlagValues flags;
   flags.cuda = "12.6";
   struct Row {

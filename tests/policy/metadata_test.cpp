@@ -125,7 +125,8 @@ TEST(Metadata, RegistryConfigAndPodEnvOverride) {
                     {"CUDA_VERSION", "12.1.1"},
                     {"NVIDIA_REQUIRE_CUDA", "cuda>=12.1 brand=tesla,driver>=470,driver<471"},
                     {"TORCH_CUDA_ARCH_LIST", "8.0 9.0+PTX"}},
-                   {}}));
+                   {},
+                   ""}));
   const ContainerMetadata from_image = resolve_ok(workload(kImage, {}), {}, &registry);
   EXPECT_EQ(cuda_of(from_image), "12.1");
   EXPECT_EQ(from_image.cuda.source, Source::registry);
@@ -154,12 +155,14 @@ TEST(Metadata, RegistryConfigAndPodEnvOverride) {
 
 TEST(Metadata, CudaFallsBackToRequireCudaThenToTheLabel) {
   RegistryFacts registry;
-  registry.add("a:1", std::make_shared<const ImageConfig>(ImageConfig{
-                          {{"NVIDIA_REQUIRE_CUDA", "brand=tesla,driver>=470 cuda>=12.2"}}, {}}));
+  registry.add("a:1",
+               std::make_shared<const ImageConfig>(ImageConfig{
+                   {{"NVIDIA_REQUIRE_CUDA", "brand=tesla,driver>=470 cuda>=12.2"}}, {}, ""}));
   registry.add("b:1", std::make_shared<const ImageConfig>(
-                          ImageConfig{{}, {{"com.nvidia.cuda.version", "11.8.0"}}}));
-  registry.add("c:1", std::make_shared<const ImageConfig>(ImageConfig{
-                          {{"CUDA_VERSION", "12.0"}}, {{"com.nvidia.cuda.version", "11.8.0"}}}));
+                          ImageConfig{{}, {{"com.nvidia.cuda.version", "11.8.0"}}, ""}));
+  registry.add("c:1",
+               std::make_shared<const ImageConfig>(ImageConfig{
+                   {{"CUDA_VERSION", "12.0"}}, {{"com.nvidia.cuda.version", "11.8.0"}}, ""}));
   const ContainerMetadata a = resolve_ok(workload("a:1", {}), {}, &registry);
   EXPECT_EQ(cuda_of(a), "12.2");
   EXPECT_EQ(a.cuda.name, "NVIDIA_REQUIRE_CUDA");
@@ -179,8 +182,8 @@ TEST(Metadata, CatalogComesBeforeRegistryAndInference) {
   policy.images.push_back(
       CatalogEntry{"docker.io/nvidia/cuda:*", std::nullopt, std::nullopt, "cuda>=11.0"});
   RegistryFacts registry;
-  registry.add(kImage,
-               std::make_shared<const ImageConfig>(ImageConfig{{{"CUDA_VERSION", "12.8"}}, {}}));
+  registry.add(
+      kImage, std::make_shared<const ImageConfig>(ImageConfig{{{"CUDA_VERSION", "12.8"}}, {}, ""}));
   const ContainerMetadata md = resolve_ok(workload(kImage, {}), policy, &registry);
   EXPECT_EQ(cuda_of(md), "12.1");
   EXPECT_EQ(md.cuda.source, Source::catalog);
@@ -387,7 +390,7 @@ TEST(Metadata, ValuesAPersonWroteMustParse) {
 TEST(Metadata, BadValuesFromTheImageLeaveValuesUnknown) {
   RegistryFacts registry;
   registry.add(kImage, std::make_shared<const ImageConfig>(ImageConfig{
-                           {{"CUDA_VERSION", "12.x"}, {"TORCH_CUDA_ARCH_LIST", "Bogus"}}, {}}));
+                           {{"CUDA_VERSION", "12.x"}, {"TORCH_CUDA_ARCH_LIST", "Bogus"}}, {}, ""}));
   const ContainerMetadata md = resolve_ok(workload(kImage, {}), {}, &registry);
   EXPECT_FALSE(md.cuda.value);
   EXPECT_FALSE(md.archs.value);
@@ -399,8 +402,8 @@ TEST(Metadata, RequirementsWithInvalidTermsAreKeptForTheNodesToJudge) {
   // reaches it, so the value itself is never unreadable, from the image or
   // from the pod.
   RegistryFacts registry;
-  registry.add(kImage, std::make_shared<const ImageConfig>(
-                           ImageConfig{{{"NVIDIA_REQUIRE_CUDA", "cuda>=12.4 jetpack>=5"}}, {}}));
+  registry.add(kImage, std::make_shared<const ImageConfig>(ImageConfig{
+                           {{"NVIDIA_REQUIRE_CUDA", "cuda>=12.4 jetpack>=5"}}, {}, ""}));
   const ContainerMetadata image = resolve_ok(workload(kImage, {}), {}, &registry);
   ASSERT_TRUE(image.require.value);
   ASSERT_EQ(image.require.value->requirements.size(), 1U);
@@ -551,7 +554,7 @@ TEST(Metadata, ArchListNamesFollowTheImagesCudaAndThePolicysReading) {
 TEST(Metadata, ValueFromHidesTheImageValue) {
   RegistryFacts registry;
   registry.add(kImage, std::make_shared<const ImageConfig>(ImageConfig{
-                           {{"CUDA_VERSION", "12.4"}, {"TORCH_CUDA_ARCH_LIST", "8.0"}}, {}}));
+                           {{"CUDA_VERSION", "12.4"}, {"TORCH_CUDA_ARCH_LIST", "8.0"}}, {}, ""}));
   const ContainerMetadata md = resolve_ok(
       workload(kImage, {{"CUDA_VERSION", std::nullopt}, {"TORCH_CUDA_ARCH_LIST", std::nullopt}}),
       {}, &registry);
@@ -633,8 +636,9 @@ TEST(Metadata, NgcRequirementOffersEachForwardCompatibleBranchPerDatacenterBrand
 
 TEST(Metadata, RegistryResultBeatsInference) {
   RegistryFacts registry;
-  registry.add("nvidia/cuda:12.8.1-base-ubuntu24.04",
-               std::make_shared<const ImageConfig>(ImageConfig{{{"CUDA_VERSION", "12.8.1"}}, {}}));
+  registry.add(
+      "nvidia/cuda:12.8.1-base-ubuntu24.04",
+      std::make_shared<const ImageConfig>(ImageConfig{{{"CUDA_VERSION", "12.8.1"}}, {}, ""}));
   const ContainerMetadata md =
       resolve_ok(workload("nvidia/cuda:12.8.1-base-ubuntu24.04", {}), {}, &registry);
   EXPECT_EQ(md.cuda.source, Source::registry);
