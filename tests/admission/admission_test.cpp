@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <ostream>
 #include <sstream>
 #include <stdexcept>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "admission/admission_response.h"
+#include "policy/inventory.h"
 #include "policy/node.h"
 #include "tests/support/fixtures.h"
 
@@ -557,6 +560,137 @@ TEST(Admission, SharedCaptureShapesAreAnswered) {
     const Call c = call(Endpoint::validate, sent);
     EXPECT_EQ(c.outcome.namespace_, "ml");
   }
+}
+
+// --- registry facts: gathered before the decision, or asked for ---
+
+// A cache with one config, answering "pending" for every other image.
+class OneImageCache final : public ImageFacts {
+ public:
+  OneImageCache(std::string image, std::shared_ptr<const ImageConfig> config)
+      : image_(std::move(image)), config_(std::move(config)) {}
+  Known find(std::string_view image, std::string_view platform) override {
+    asked.emplace_back(image, platform);
+    if (image == image_ && config_ != nullptr) return Known{config_, false};
+    return Known{nullptr, pending_for_others};
+  }
+  bool pending_for_others = true;
+  std::vector<std::pair<std::string, std::string>> asked;
+
+ private:
+  std::string image_;
+  std::shared_ptr<const ImageConfig> config_;
+};
+
+AdmissionOutcome admit_with(const json& sent, ImageFacts& facts, bool defer,
+                            const Policy& policy = Policy{}) {
+  AdmissionContext context{db(), policy, fleet()};
+  context.images = &facts;
+  context.defer_for_images = defer;
+  return handle_admission(Endpoint::validate, "", sent.dump(), context);
+}
+
+json without_pod_env(json sent) {
+  for (auto& c : sent["request"]["object"]["spec"]["containers"]) c.erase("env");
+  return sent;
+}
+
+TEST(RegistryFacts, AMissedImageIsAskedForInsteadOfJudged) {
+  const json sent = without_pod_env(review("pod-cuda124.json"));
+  OneImageCache cache("", nullptr);
+  const AdmissionOutcome deferred = admit_with(sent, cache, true);
+  EXPECT_TRUE(deferred.deferred);
+  EXPECT_TRUE(deferred.body.empty());
+  ASSERT_EQ(deferred.wanted_images.size(), 1U);
+  EXPECT_EQ(deferred.wanted_images[0].image, "registry.example.com/ml/train:2024.05");
+  EXPECT_EQ(deferred.wanted_images[0].platform, "linux/amd64");
+
+  // Judged without the config once the caller stops waiting.
+  const AdmissionOutcome judged = admit_with(sent, cache, false);
+  EXPECT_FALSE(judged.deferred);
+  check_contract(judged, sent, Endpoint::validate);
+  EXPECT_EQ(judged.verdict, "unknown");
+}
+
+TEST(RegistryFacts, ACachedConfigIsTheImagesEnvironment) {
+  const json sent = without_pod_env(review("pod-cuda124.json"));
+  auto config = std::make_shared<const ImageConfig>(ImageConfig{
+      {{"CUDA_VERSION", "12.4.1"}, {"NVIDIA_REQUIRE_CUDA", "cuda>=12.4"}}, {}, "sha256:abc"});
+  OneImageCache cache("registry.example.com/ml/train:2024.05", config);
+  const AdmissionOutcome out = admit_with(sent, cache, true);
+  EXPECT_FALSE(out.deferred);
+  ASSERT_TRUE(out.record);
+  EXPECT_EQ(out.record->containers[0].cuda.source, "registry");
+  EXPECT_EQ(out.record->containers[0].cuda.value, "12.4");
+  // The same verdict as the image's variables written in the pod.
+  EXPECT_EQ(out.verdict, call(Endpoint::validate, review("pod-cuda124.json")).outcome.verdict);
+}
+
+TEST(RegistryFacts, NothingIsAskedForPodsWithoutGpusCatalogImagesOrWhenDisabled) {
+  OneImageCache cache("", nullptr);
+  EXPECT_FALSE(admit_with(review("pod-cpu.json"), cache, true).deferred);
+  EXPECT_TRUE(cache.asked.empty());
+
+  Policy catalog;
+  catalog.images.push_back(CatalogEntry{"registry.example.com/ml/*", "12.1", "8.0", std::nullopt});
+  EXPECT_FALSE(admit_with(review("pod-cuda124.json"), cache, true, catalog).deferred);
+  EXPECT_TRUE(cache.asked.empty());
+
+  Policy disabled;
+  disabled.registry.enabled = false;
+  EXPECT_FALSE(admit_with(review("pod-cuda124.json"), cache, true, disabled).deferred);
+  EXPECT_TRUE(cache.asked.empty());
+
+  // An image with nothing to wait for (a failed lookup) is judged at once.
+  cache.pending_for_others = false;
+  EXPECT_FALSE(admit_with(review("pod-cuda124.json"), cache, true).deferred);
+  EXPECT_EQ(cache.asked.size(), 1U);
+}
+
+TEST(RegistryPlatform, ThePodsArchitectureElseTheFleetsElseThePolicys) {
+  Policy policy;
+  policy.registry.platform = "linux/ppc64le";
+  PodSpec spec;
+  EXPECT_EQ(registry_platform(spec, "", policy), "linux/ppc64le");
+  EXPECT_EQ(registry_platform(spec, "linux/amd64", policy), "linux/amd64");
+  spec.node_selector = {{"kubernetes.io/arch", "arm64"}};
+  EXPECT_EQ(registry_platform(spec, "linux/amd64", policy), "linux/arm64");
+
+  PodSpec affinity;
+  affinity.required_terms = std::vector<NodeSelectorTerm>{
+      NodeSelectorTerm{{{"kubernetes.io/arch", "In", {"arm64"}}}, {}},
+      NodeSelectorTerm{{{"kubernetes.io/arch", "In", {"arm64"}}, {"zone", "In", {"a"}}}, {}}};
+  EXPECT_EQ(registry_platform(affinity, "", policy), "linux/arm64");
+  // Terms (ORed) that allow two architectures name none.
+  affinity.required_terms->push_back(
+      NodeSelectorTerm{{{"kubernetes.io/arch", "In", {"amd64"}}}, {}});
+  EXPECT_EQ(registry_platform(affinity, "", policy), "linux/ppc64le");
+  PodSpec two_values;
+  two_values.required_terms = std::vector<NodeSelectorTerm>{
+      NodeSelectorTerm{{{"kubernetes.io/arch", "In", {"arm64", "amd64"}}}, {}}};
+  EXPECT_EQ(registry_platform(two_values, "", policy), "linux/ppc64le");
+}
+
+TEST(RegistryPlatform, TheFleetsOnePlatformCountsGpuNodesOnly) {
+  auto gpu_node = [](std::string name, std::string arch) {
+    Node n;
+    n.name = std::move(name);
+    n.labels = {{"cudagate.io/driver-version", "550.54.15"},
+                {"cudagate.io/gpu-product", "A100"},
+                {"kubernetes.io/arch", std::move(arch)},
+                {"kubernetes.io/os", "linux"}};
+    std::sort(n.labels.begin(), n.labels.end());
+    n.allocatable = {{"nvidia.com/gpu", 8}};
+    return n;
+  };
+  Node cpu;
+  cpu.name = "cpu-1";
+  cpu.labels = {{"kubernetes.io/arch", "amd64"}};
+  const Inventory arm = Inventory::build({gpu_node("gh200-1", "arm64"), cpu}, db());
+  EXPECT_EQ(fleet_platform(arm), "linux/arm64");
+  const Inventory mixed =
+      Inventory::build({gpu_node("gh200-1", "arm64"), gpu_node("a100-1", "amd64")}, db());
+  EXPECT_EQ(fleet_platform(mixed), "");
 }
 
 }  // namespace
