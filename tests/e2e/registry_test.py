@@ -460,5 +460,60 @@ class ServeWithRegistry(RegistryTestCase):
         st.assert_promtool_accepts(self, text)
 
 
+class ServeCacheAndReload(RegistryTestCase):
+    """maxCacheEntries bounds the cache; a reloaded policy's registry
+    settings apply to the next lookups."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.registry = cls.started(rs.Registry(cls.tmp).start())
+        for n in range(3):
+            config = json.loads(json.dumps(CUDA_124))
+            config["config"]["Env"].append(f"IMAGE_VARIANT=bound{n}")
+            layout = os.path.join(cls.tmp, "layouts", f"bound{n}")
+            rs.oci_layout(layout, "12.4", [config])
+            rs.push(layout, "12.4", f"{cls.registry.host}/ml/bound{n}:12.4")
+        cls.certs = os.path.join(cls.tmp, "server-certs")
+        st.make_certs(cls.certs)
+        cls.policy_file = os.path.join(cls.tmp, "bound-policy.yaml")
+        cls.write_policy(mirrors={})
+        nodes = os.path.join(cls.tmp, "bound-nodes.json")
+        with open(nodes, "w") as f:
+            json.dump(st.node_list(*FLEET_535), f)
+        cls.server = st.Server(cls.tmp, cls.certs, nodes=nodes, config=cls.policy_file,
+                               threads=1).start()
+        cls.stoppers.append(cls.server.stop)
+
+    @classmethod
+    def write_policy(cls, mirrors):
+        with open(cls.policy_file + ".new", "w") as f:
+            f.write("apiVersion: cudagate.io/v1alpha1\nkind: Policy\nregistry:\n"
+                    f"  maxCacheEntries: 2\n  insecure: {json.dumps([cls.registry.host])}\n"
+                    f"  mirrors: {json.dumps(mirrors)}\n")
+        os.replace(cls.policy_file + ".new", cls.policy_file)
+
+    admit = ServeWithRegistry.admit
+    metric = ServeWithRegistry.metric
+
+    def test_the_cache_keeps_at_most_max_cache_entries(self):
+        for n in range(3):
+            response, _ = self.admit(f"{self.registry.host}/ml/bound{n}:12.4")
+            self.assertIn("from registry", response["status"]["message"])
+        self.assertEqual(self.metric("cudagate_registry_cache_entries", kind="images"), 2)
+        self.assertEqual(self.metric("cudagate_registry_cache_entries", kind="configs"), 2)
+
+    def test_a_reloaded_policy_changes_where_images_are_read(self):
+        # registry.example.org does not exist; mirrored to the test registry
+        # after the reload, its image is read from there.
+        image = "registry.example.org/ml/bound0:12.4"
+        self.write_policy(mirrors={"registry.example.org": f"http://{self.registry.host}"})
+        st.poll_until(lambda: self.metric("cudagate_file_reloads_total", file="config",
+                                          result="success") >= 1, 30, "the policy reload")
+        response, _ = self.admit(image)
+        self.assertFalse(response["allowed"])
+        self.assertIn("from registry", response["status"]["message"])
+
+
 if __name__ == "__main__":
     sys.exit(harness.main(__name__))
