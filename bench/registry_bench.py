@@ -177,9 +177,9 @@ def instructions_per_admission(binary, inputs, policy, review, count=200):
     for name in os.listdir(os.path.dirname(out)):
         if name.startswith(os.path.basename(out)):
             with open(os.path.join(os.path.dirname(out), name)) as f:
-                for line in f:
-                    if line.startswith("summary:"):
-                        total += int(line.split()[1])
+                counts = [int(line.split()[1]) for line in f
+                          if line.startswith(("summary:", "totals:"))]
+            total += max(counts, default=0)
     return total / count
 
 
