@@ -1,8 +1,9 @@
 // Feeds arbitrary text to the WWW-Authenticate, token answer and
 // dockerconfigjson readers. A dockerconfigjson error never quotes the
-// file's content (it holds secrets): the message names places only.
+// file's secrets: no auth or password value appears in it.
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
@@ -22,10 +23,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (token && (token->token.empty() || token->lifetime.count() < 60)) __builtin_trap();
   auto config = cudagate::DockerConfig::parse(text);
   if (!config) {
-    const std::string& message = config.error().message;
-    if (message.empty()) __builtin_trap();
-    // Long enough that it cannot appear in a message by chance.
-    if (size >= 24 && message.find(text) != std::string::npos) __builtin_trap();
+    const std::string said = config.error().str();
+    if (config.error().message.empty()) __builtin_trap();
+    // No auth or password value of the file appears in the error.
+    const auto doc = nlohmann::json::parse(text, nullptr, false);
+    if (doc.is_object() && doc.contains("auths") && doc["auths"].is_object()) {
+      for (const auto& [host, entry] : doc["auths"].items()) {
+        if (!entry.is_object()) continue;
+        for (const char* key : {"auth", "password"}) {
+          const auto it = entry.find(key);
+          if (it == entry.end() || !it->is_string()) continue;
+          const auto& secret = it->get_ref<const std::string&>();
+          // Short values can be part of a message by chance ("a", "file").
+          if (secret.size() >= 12 && said.find(secret) != std::string::npos) __builtin_trap();
+        }
+      }
+    }
   }
   return 0;
 }
