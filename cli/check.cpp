@@ -25,6 +25,7 @@
 #include "policy/decision.h"
 #include "policy/evaluate.h"
 #include "policy/image_ref.h"
+#include "report/audit.h"
 #include "report/decision_record.h"
 #include "types/version.h"
 
@@ -52,7 +53,7 @@ struct FlagNode {
 constexpr std::string_view kFlagNodeName = "flag-node";
 constexpr std::size_t kTextNodeNames = 5;  // node names shown per group in text
 
-std::string gpu_resource_name(const Policy& policy) {
+std::string gpu_workload_title(const Policy& policy) {
   return policy.gpu_resources.empty() ? std::string("nvidia.com/gpu")
                                       : policy.gpu_resources.front();
 }
@@ -126,7 +127,7 @@ Inventory flag_inventory(const FlagNode& facts, const Policy& policy, const Comp
   if (facts.product != nullptr)
     node.labels.emplace_back("cudagate.io/gpu-product", facts.product->name);
   std::sort(node.labels.begin(), node.labels.end());
-  node.allocatable.emplace_back(gpu_resource_name(policy), 1);
+  node.allocatable.emplace_back(gpu_workload_title(policy), 1);
   std::vector<Node> nodes;
   nodes.push_back(std::move(node));
   return Inventory::build(std::move(nodes), db);
@@ -144,7 +145,7 @@ Workload flag_workload(const CheckOptions& options, const Policy& policy) {
   ContainerSpec container;
   container.name = "main";
   container.image = options.image;
-  const std::string resource = gpu_resource_name(policy);
+  const std::string resource = gpu_workload_title(policy);
   container.resources.emplace_back(resource, 1);
   workload.spec.containers.push_back(std::move(container));
   workload.spec.tolerations.push_back(Toleration{resource, "Exists", "", ""});
@@ -152,13 +153,6 @@ Workload flag_workload(const CheckOptions& options, const Policy& policy) {
 }
 
 // ---------------------------------------------------------------- text output
-
-std::string resource_name(const ResourceRef& resource) {
-  std::string out = resource.kind + " ";
-  if (!resource.namespace_.empty()) out += resource.namespace_ + "/";
-  out += resource.name.empty() ? std::string("(unnamed)") : resource.name;
-  return out;
-}
 
 std::string verdict_word(Verdict verdict, const cli::Paint& paint) {
   std::string word(to_string(verdict));
@@ -194,7 +188,7 @@ std::string outcome_word(Outcome outcome, const cli::Paint& paint) {
 
 std::string headline(const Decision& decision, const cli::Paint& paint) {
   std::string line = verdict_word(decision.verdict, paint) + "  " +
-                     paint.bold(resource_name(decision.resource)) + ": ";
+                     paint.bold(workload_title(decision.resource)) + ": ";
   switch (decision.verdict) {
     case Verdict::skip:
       return line + (decision.reason.empty() ? "not checked" : decision.reason);
@@ -345,10 +339,10 @@ void run_check(const CheckOptions& options) {
     if (!decision) {
       std::string where = file;
       if (!where.empty()) where += ": ";
-      where += resource_name(workload.resource);
+      where += workload_title(workload.resource);
       cli::fail(decision.error().within(where));
     }
-    spdlog::debug("{}: {} ({} of {} candidate nodes compatible)", resource_name(workload.resource),
+    spdlog::debug("{}: {} ({} of {} candidate nodes compatible)", workload_title(workload.resource),
                   to_string(decision->verdict), decision->compatible, decision->candidates);
     decisions.push_back(std::move(decision).value());
   }
