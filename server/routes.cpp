@@ -15,6 +15,7 @@
 #include "admission/admission.h"
 #include "admission/admission_response.h"
 #include "admission/json_write.h"
+#include "server/reports_endpoint.h"
 
 namespace cudagate {
 namespace {
@@ -130,7 +131,10 @@ HttpResponse admit(Endpoint endpoint, std::string_view endpoint_name, std::strin
   const std::string_view decision = or_else(outcome.decision, "error");
   const std::string_view effective_mode = or_else(outcome.mode, "none");
   metrics.admission(endpoint_name, verdict, decision, effective_mode, seconds);
-  if (outcome.record) count_lookups(*outcome.record, metrics);
+  if (outcome.record) {
+    count_lookups(*outcome.record, metrics);
+    state.reports().record(*outcome.record);
+  }
 
   // One JSON object per decision, written directly (members in key order).
   const bool refused = outcome.http_status != 200;
@@ -201,6 +205,11 @@ HttpResponse route(const HttpRequest& request, const ServerState& state, Webhook
     if (state.ready()) return text_response(http::status::ok, "ok\n", "text/plain; charset=utf-8");
     return json_error(http::status::service_unavailable,
                       state.shutting_down() ? "shutting down" : "not ready");
+  }
+  if (path == "/reports") {
+    if (request.method() != http::verb::get) return method_not_allowed("GET");
+    return reports_response(query_parameter(query, "format").value_or("json"),
+                            query_parameter(query, "namespace").value_or(""), state);
   }
   if (path == "/metrics") {
     if (request.method() != http::verb::get) return method_not_allowed("GET");

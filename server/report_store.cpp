@@ -1,0 +1,57 @@
+// The bounded most-recent decision per workload behind GET /reports.
+#include "server/report_store.h"
+
+#include <utility>
+
+namespace cudagate {
+namespace {
+
+// `decision` with owned node names instead of views of its inventory.
+Decision detached(const Decision& decision) {
+  Decision out = decision;
+  for (GroupDecision& group : out.groups) {
+    std::vector<std::string> names(group.nodes.begin(), group.nodes.end());
+    group.nodes = NodeNames(std::move(names));
+  }
+  out.node_name_storage.reset();
+  return out;
+}
+
+}  // namespace
+
+ReportStore::ReportStore(std::size_t capacity) : capacity_(capacity == 0 ? 1 : capacity) {}
+
+void ReportStore::record(const Decision& decision) {
+  if (decision.resource.name.empty()) return;
+  Key key{decision.resource.namespace_, decision.resource.kind, decision.resource.name};
+  Decision kept = detached(decision);
+  std::lock_guard lock(mutex_);
+  if (const auto it = index_.find(key); it != index_.end()) {
+    it->second->decision = std::move(kept);
+    entries_.splice(entries_.begin(), entries_, it->second);
+    return;
+  }
+  entries_.push_front(Entry{key, std::move(kept)});
+  index_.emplace(std::move(key), entries_.begin());
+  while (entries_.size() > capacity_) {
+    index_.erase(entries_.back().key);
+    entries_.pop_back();
+  }
+}
+
+std::vector<Decision> ReportStore::latest(std::string_view namespace_) const {
+  std::vector<Decision> out;
+  std::lock_guard lock(mutex_);
+  for (const auto& [key, it] : index_) {
+    if (!namespace_.empty() && std::get<0>(key) != namespace_) continue;
+    out.push_back(it->decision);
+  }
+  return out;
+}
+
+std::size_t ReportStore::size() const {
+  std::lock_guard lock(mutex_);
+  return entries_.size();
+}
+
+}  // namespace cudagate
