@@ -9,6 +9,7 @@
 
 #include "report/audit.h"
 
+#include <simdjson.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -27,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "admission/simd_json_view.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "policy/evaluate.h"
@@ -35,6 +37,7 @@
 #include "report/html_report.h"
 #include "report/junit_report.h"
 #include "report/policy_report.h"
+#include "server/node_loader.h"
 
 namespace cudagate {
 namespace {
@@ -90,6 +93,29 @@ std::vector<std::string> input_files(const std::vector<std::string>& paths) {
   return files;
 }
 
+// The workloads of one file. JSON (`kubectl get ... -o json` of a whole
+// cluster runs to tens of megabytes) is parsed with simdjson, in a fraction
+// of the time and memory of a document tree, and read through the same view
+// mapping, so the workloads, places and errors are those of
+// read_workload_stream; text simdjson does not take (YAML, JSON it refuses
+// or nests deeper than any Kubernetes object) goes to read_workload_stream,
+// which gives the error.
+WorkloadStream read_manifest(const std::string& text, const std::string& source) {
+  constexpr std::size_t kMaxDepth = 256;
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && (text[first] == '{' || text[first] == '[')) {
+    simdjson::dom::parser parser;
+    simdjson::dom::element root;
+    if (parser.allocate(text.size(), kMaxDepth) == simdjson::SUCCESS &&
+        parser.parse(text).get(root) == simdjson::SUCCESS) {
+      WorkloadStream out;
+      read_workload_document(SimdJsonView(parser.doc), source + ":1", out);
+      return out;
+    }
+  }
+  return read_workload_stream(text, source);
+}
+
 // Everything read from the inputs, before any decision.
 struct Inputs {
   std::vector<PlacedWorkload> workloads;
@@ -106,7 +132,7 @@ Inputs read_inputs(const std::vector<std::string>& files) {
       in.broken.push_back(text.error());
       continue;
     }
-    WorkloadStream stream = read_workload_stream(*text, display_name(file));
+    WorkloadStream stream = read_manifest(*text, display_name(file));
     spdlog::debug("{}: {} workloads, {} other objects, {} broken", display_name(file),
                   stream.workloads.size(), stream.skipped, stream.broken.size());
     in.workloads.insert(in.workloads.end(), std::make_move_iterator(stream.workloads.begin()),
@@ -200,7 +226,7 @@ void run_audit(const AuditOptions& options) {
   const std::int64_t timestamp = report_time();
   const CompatDb db = cli::value_or_fail(cli::load_compat_db_option(options.common));
   const Policy policy = cli::value_or_fail(cli::load_policy_option(options.common, db));
-  const Inventory inventory = cli::value_or_fail(load_inventory_file(options.common.nodes, db));
+  const Inventory inventory = cli::value_or_fail(load_inventory(options.common.nodes, db));
 
   Inputs in = read_inputs(input_files(options.paths));
   const RegistryFacts registry = gather_image_facts(in.workloads, options);

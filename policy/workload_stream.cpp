@@ -7,98 +7,12 @@
 #include <utility>
 
 #include "policy/document.h"
+#include "policy/json_view.h"
 
 namespace cudagate {
-namespace {
-
-using nlohmann::json;
-
-std::string join_place(const std::string& outer, const std::string& inner) {
-  if (outer.empty()) return inner;
-  if (inner.empty()) return outer;
-  return outer + ": " + inner;
-}
-
-std::optional<ResourceRef> controller_of(const json& object) {
-  const auto metadata = object.find("metadata");
-  if (metadata == object.end() || !metadata->is_object()) return std::nullopt;
-  const auto owners = metadata->find("ownerReferences");
-  if (owners == metadata->end() || !owners->is_array()) return std::nullopt;
-  for (const json& owner : *owners) {
-    if (!owner.is_object()) continue;
-    const auto controller = owner.find("controller");
-    if (controller == owner.end() || !controller->is_boolean() || !controller->get<bool>()) {
-      continue;
-    }
-    const auto kind = owner.find("kind");
-    const auto name = owner.find("name");
-    if (kind == owner.end() || !kind->is_string() || name == owner.end() || !name->is_string()) {
-      continue;
-    }
-    ResourceRef ref;
-    ref.api_version = owner.value("apiVersion", std::string());
-    ref.kind = kind->get<std::string>();
-    ref.name = name->get<std::string>();
-    return ref;
-  }
-  return std::nullopt;
-}
-
-class StreamReader {
- public:
-  explicit StreamReader(WorkloadStream& out) : out_(out) {}
-
-  // One object at `place`: a workload, a List of objects, or another kind.
-  void take(const json& value, const std::string& place, bool in_list) {
-    if (!value.is_object()) {
-      out_.broken.push_back(
-          Error{place, "expected a Kubernetes object, got " + std::string(value.type_name())});
-      return;
-    }
-    const auto kind_it = value.find("kind");
-    if (kind_it == value.end() || kind_it->is_null()) {
-      out_.broken.push_back(Error{join_place(place, "kind"), "is required"});
-      return;
-    }
-    if (!kind_it->is_string()) {
-      out_.broken.push_back(Error{join_place(place, "kind"), type_error("a string", *kind_it)});
-      return;
-    }
-    const auto& kind = kind_it->get_ref<const std::string&>();
-    if (is_workload_kind(kind)) {
-      auto workload = workload_from_json(value, place);
-      if (!workload) {
-        out_.broken.push_back(workload.error());
-        return;
-      }
-      out_.workloads.push_back(PlacedWorkload{std::move(*workload), place, controller_of(value)});
-      return;
-    }
-    const bool is_list = kind.size() >= 4 && kind.compare(kind.size() - 4, 4, "List") == 0;
-    if (!is_list || in_list) {
-      ++out_.skipped;
-      return;
-    }
-    auto items = array_field(value, "items", "");
-    if (!items) {
-      out_.broken.push_back(items.error().within(place));
-      return;
-    }
-    if (*items == nullptr) return;
-    for (std::size_t i = 0; i < (*items)->size(); ++i) {
-      take((**items)[i], join_place(place, index_path("items", i)), /*in_list=*/true);
-    }
-  }
-
- private:
-  WorkloadStream& out_;
-};
-
-}  // namespace
 
 WorkloadStream read_workload_stream(std::string_view text, std::string_view source) {
   WorkloadStream out;
-  StreamReader reader(out);
   for (auto& doc : parse_document_stream(text, source)) {
     if (!doc) {
       out.broken.push_back(doc.error());
@@ -106,14 +20,7 @@ WorkloadStream read_workload_stream(std::string_view text, std::string_view sour
     }
     std::string place(source);
     if (doc->line > 0) place += ":" + std::to_string(doc->line);
-    if (doc->value.is_array()) {
-      // A JSON array of objects reads like a List's items.
-      for (std::size_t i = 0; i < doc->value.size(); ++i) {
-        reader.take(doc->value[i], join_place(place, index_path("", i)), /*in_list=*/true);
-      }
-      continue;
-    }
-    reader.take(doc->value, place, /*in_list=*/false);
+    read_workload_document(NlohmannView(doc->value), place, out);
   }
   return out;
 }

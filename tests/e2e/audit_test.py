@@ -286,6 +286,28 @@ class Inputs(AuditTestCase):
         result = cudagate("audit", "-", "--nodes", nodes(), "--format", "json", stdin=as_array)
         self.assertEqual(len(json.loads(result.stdout)), 4)
 
+    def test_json_and_yaml_give_the_same_records_and_errors(self):
+        # JSON is read with simdjson, YAML through the document tree: the same
+        # workloads, places and errors either way.
+        import yaml
+        with open(audit_dir("manifests", "cluster", "kubectl-get.json")) as f:
+            listed = json.load(f)
+        listed["items"].insert(2, {"apiVersion": "v1", "kind": "Pod",
+                                   "metadata": {"name": "bad", "namespace": "ml"},
+                                   "spec": {"containers": 3}})
+        listed["items"].insert(0, {"apiVersion": "v1", "kind": 7})
+        as_json = cudagate("audit", "-", "--nodes", nodes(), "--format", "json",
+                           stdin=json.dumps(listed))
+        as_yaml = cudagate("audit", "-", "--nodes", nodes(), "--format", "json",
+                           stdin=yaml.safe_dump(listed))
+        self.assert_exit(as_json, 2)
+        self.assertEqual(as_json.stdout, as_yaml.stdout)
+        self.assertEqual(as_json.stderr, as_yaml.stderr)
+        self.assertEqual(as_json.stderr.splitlines(), [
+            "cudagate: error: <stdin>:1: items[0]: kind: expected a string, got number",
+            "cudagate: error: <stdin>:1: items[3]: spec.containers: expected a list, got number",
+        ])
+
     def test_bad_usage(self):
         cases = [
             (("audit", "no/such/dir", "--nodes", nodes()), "no/such/dir: no such file"),
