@@ -6,32 +6,40 @@
 namespace cudagate {
 namespace {
 
-// `decision` with owned node names instead of views of its inventory.
-Decision detached(const Decision& decision) {
-  Decision out = decision;
-  for (GroupDecision& group : out.groups) {
+// Gives `decision` its own copies of its node names, so that it no longer
+// holds the inventory it was made against.
+void detach(Decision& decision) {
+  if (!decision.node_name_storage) return;
+  for (GroupDecision& group : decision.groups) {
     std::vector<std::string> names(group.nodes.begin(), group.nodes.end());
     group.nodes = NodeNames(std::move(names));
   }
-  out.node_name_storage.reset();
-  return out;
+  decision.node_name_storage.reset();
 }
 
 }  // namespace
 
 ReportStore::ReportStore(std::size_t capacity) : capacity_(capacity == 0 ? 1 : capacity) {}
 
-void ReportStore::record(const Decision& decision) {
+void ReportStore::record(Decision decision) {
   if (decision.resource.name.empty()) return;
   Key key{decision.resource.namespace_, decision.resource.kind, decision.resource.name};
-  Decision kept = detached(decision);
   std::lock_guard lock(mutex_);
+  if (decision.node_name_storage != current_storage_ && decision.node_name_storage) {
+    // Another inventory: those of earlier ones are let go (once per change).
+    for (Entry& entry : entries_) {
+      if (entry.decision.node_name_storage != decision.node_name_storage) {
+        detach(entry.decision);
+      }
+    }
+    current_storage_ = decision.node_name_storage;
+  }
   if (const auto it = index_.find(key); it != index_.end()) {
-    it->second->decision = std::move(kept);
+    it->second->decision = std::move(decision);
     entries_.splice(entries_.begin(), entries_, it->second);
     return;
   }
-  entries_.push_front(Entry{key, std::move(kept)});
+  entries_.push_front(Entry{key, std::move(decision)});
   index_.emplace(std::move(key), entries_.begin());
   while (entries_.size() > capacity_) {
     index_.erase(entries_.back().key);

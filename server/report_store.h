@@ -4,14 +4,18 @@
 //
 // A workload is its kind, namespace and name; a Pod admitted without a name
 // (a controller's, named by generateName) is not kept: its controller's
-// template is. Decisions are kept with their own copies of the node names,
-// so that a kept decision does not hold an old inventory alive.
+// template is. Recording is on every admission's path, so a decision is
+// kept as it is, its node names viewing the inventory it was made against
+// (Decision::node_name_storage); when a decision of another inventory
+// comes, the kept ones of earlier inventories get copies of their names,
+// so that the store holds at most the inventory in use alive.
 //
 // Thread-safe: record() and latest() may be called from any thread.
 
 #include <cstddef>
 #include <list>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -29,7 +33,7 @@ class ReportStore {
   explicit ReportStore(std::size_t capacity = kDefaultReportCapacity);
 
   // Keeps `decision` as the latest of its workload.
-  void record(const Decision& decision);
+  void record(Decision decision);
 
   // The kept decisions, of `namespace_` only unless it is empty, ordered by
   // namespace, kind and name.
@@ -49,6 +53,9 @@ class ReportStore {
   mutable std::mutex mutex_;
   std::list<Entry> entries_;  // most recently recorded first
   std::map<Key, std::list<Entry>::iterator> index_;
+  // The node-name storage of the latest decision recorded: kept decisions
+  // view only this one.
+  std::shared_ptr<const void> current_storage_;
 };
 
 }  // namespace cudagate

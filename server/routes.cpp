@@ -133,7 +133,7 @@ HttpResponse admit(Endpoint endpoint, std::string_view endpoint_name, std::strin
   metrics.admission(endpoint_name, verdict, decision, effective_mode, seconds);
   if (outcome.record) {
     count_lookups(*outcome.record, metrics);
-    state.reports().record(*outcome.record);
+    state.reports().record(std::move(*outcome.record));
   }
 
   // One JSON object per decision, written directly (members in key order).

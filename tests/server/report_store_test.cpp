@@ -57,24 +57,42 @@ TEST(ReportStore, UnnamedPodsAreNotKept) {
   EXPECT_EQ(store.size(), 0U);
 }
 
-TEST(ReportStore, NodeNamesOutliveTheirInventory) {
+// A decision whose node names view `names` (an inventory's strings).
+Decision viewing(const std::string& name, std::shared_ptr<std::vector<std::string>> names) {
+  Decision d = decision("ml", name, Verdict::fail);
+  GroupDecision g;
+  g.count = names->size();
+  for (const auto& s : *names) g.nodes.push_back(s);
+  d.groups.push_back(g);
+  d.node_name_storage = std::move(names);
+  return d;
+}
+
+TEST(ReportStore, HoldsOnlyTheInventoryInUse) {
   ReportStore store;
+  std::weak_ptr<std::vector<std::string>> first_inventory;
   {
-    auto strings = std::make_shared<std::vector<std::string>>(
+    auto first = std::make_shared<std::vector<std::string>>(
         std::vector<std::string>{"gpu-node-with-a-long-name-1", "gpu-node-with-a-long-name-2"});
-    Decision d = decision("ml", "a", Verdict::fail);
-    GroupDecision g;
-    g.count = 2;
-    for (const auto& s : *strings) g.nodes.push_back(s);
-    d.groups.push_back(g);
-    d.node_name_storage = strings;
-    store.record(d);
+    first_inventory = first;
+    store.record(viewing("a", first));
   }
+  // Kept as made: the names still view the first inventory, which it holds.
+  EXPECT_FALSE(first_inventory.expired());
+  auto second = std::make_shared<std::vector<std::string>>(
+      std::vector<std::string>{"gpu-node-of-the-second-inventory"});
+  store.record(viewing("b", second));
+  // A decision of another inventory came: the first one is let go, and the
+  // decision made against it keeps its own copies of the names.
+  EXPECT_TRUE(first_inventory.expired());
   const auto kept = store.latest();
-  ASSERT_EQ(kept.size(), 1U);
+  ASSERT_EQ(kept.size(), 2U);
   EXPECT_EQ(kept[0].groups[0].nodes, (std::vector<std::string>{"gpu-node-with-a-long-name-1",
                                                                "gpu-node-with-a-long-name-2"}));
   EXPECT_EQ(kept[0].node_name_storage, nullptr);
+  EXPECT_EQ(kept[1].groups[0].nodes,
+            (std::vector<std::string>{"gpu-node-of-the-second-inventory"}));
+  EXPECT_NE(kept[1].node_name_storage, nullptr);
 }
 
 TEST(ReportStore, ConcurrentRecordsStayBounded) {
