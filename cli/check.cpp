@@ -27,6 +27,7 @@
 #include "policy/evaluate.h"
 #include "policy/image_ref.h"
 #include "registry/registry_client.h"
+#include "report/audit.h"
 #include "report/decision_record.h"
 #include "types/version.h"
 
@@ -156,13 +157,6 @@ Workload flag_workload(const CheckOptions& options, const Policy& policy) {
 
 // ---------------------------------------------------------------- text output
 
-std::string resource_name(const ResourceRef& resource) {
-  std::string out = resource.kind + " ";
-  if (!resource.namespace_.empty()) out += resource.namespace_ + "/";
-  out += resource.name.empty() ? std::string("(unnamed)") : resource.name;
-  return out;
-}
-
 std::string verdict_word(Verdict verdict, const cli::Paint& paint) {
   std::string word(to_string(verdict));
   std::transform(word.begin(), word.end(), word.begin(),
@@ -197,7 +191,7 @@ std::string outcome_word(Outcome outcome, const cli::Paint& paint) {
 
 std::string headline(const Decision& decision, const cli::Paint& paint) {
   std::string line = verdict_word(decision.verdict, paint) + "  " +
-                     paint.bold(resource_name(decision.resource)) + ": ";
+                     paint.bold(workload_title(decision.resource)) + ": ";
   switch (decision.verdict) {
     case Verdict::skip:
       return line + (decision.reason.empty() ? "not checked" : decision.reason);
@@ -341,31 +335,11 @@ void run_check(const CheckOptions& options) {
 
   // Image configs from the registry, gathered before the decisions, with
   // the server's client and budget (SPEC 6).
-  std::vector<RegistryFacts> registry_facts(workloads.size());
-  if (policy.registry.enabled && !options.offline) {
-    const std::string fleet = fleet_platform(inventory);
-    std::vector<ImageWanted> wanted;
-    std::vector<std::size_t> wanted_by;  // the workload of each
-    for (std::size_t i = 0; i < workloads.size(); ++i) {
-      const Workload& workload = workloads[i].first;
-      for (const ContainerSpec* c : gpu_containers(workload, policy)) {
-        if (c->image.empty() || policy.catalog_entry(c->image) != nullptr) continue;
-        wanted.push_back(ImageWanted{c->image, registry_platform(workload.spec, fleet, policy)});
-        wanted_by.push_back(i);
-      }
-    }
-    if (!wanted.empty()) {
-      const auto answers = cli::value_or_fail(look_up_once(policy.registry, wanted));
-      for (std::size_t k = 0; k < wanted.size(); ++k) {
-        if (answers[k].config) {
-          registry_facts[wanted_by[k]].add(wanted[k].image, answers[k].config);
-        } else {
-          spdlog::debug("registry: {} ({}): {}", wanted[k].image, wanted[k].platform,
-                        answers[k].reason);
-        }
-      }
-    }
-  }
+  std::vector<const Workload*> judged;
+  judged.reserve(workloads.size());
+  for (const auto& w : workloads) judged.push_back(&w.first);
+  const std::vector<RegistryFacts> registry_facts =
+      cli::registry_facts(judged, policy, inventory, options.offline);
 
   const bool any_flag = flags.cuda || flags.arch_list || flags.min_cc;
   std::vector<Decision> decisions;
@@ -378,10 +352,10 @@ void run_check(const CheckOptions& options) {
     if (!decision) {
       std::string where = file;
       if (!where.empty()) where += ": ";
-      where += resource_name(workload.resource);
+      where += workload_title(workload.resource);
       cli::fail(decision.error().within(where));
     }
-    spdlog::debug("{}: {} ({} of {} candidate nodes compatible)", resource_name(workload.resource),
+    spdlog::debug("{}: {} ({} of {} candidate nodes compatible)", workload_title(workload.resource),
                   to_string(decision->verdict), decision->compatible, decision->candidates);
     decisions.push_back(std::move(decision).value());
   }

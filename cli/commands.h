@@ -18,6 +18,10 @@ namespace cudagate {
 // `cudagate serve`: the HTTPS admission webhook (server/serve.h). A start-up
 // failure is reported through cli::fail(), so it exits with status 2.
 void add_serve_command(CLI::App& app);
+// `cudagate audit PATH...`: judge every workload of a set of manifests
+// against an inventory and print a report (table, json, policyreport,
+// openreports, html, junit).
+void add_audit_command(CLI::App& app);
 // `cudagate check`: explain an image or workload against one node or an inventory.
 void add_check_command(CLI::App& app);
 // `cudagate db show` / `cudagate db lint FILE...`: the compatibility matrix.

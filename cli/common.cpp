@@ -2,6 +2,7 @@
 // command with status 2), terminal colour and short summaries of NVIDIA_REQUIRE_* values.
 #include "cli/common.h"
 
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -9,8 +10,12 @@
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
+#include <tuple>
 #include <vector>
 
+#include "admission/admission.h"
+#include "policy/evaluate.h"
+#include "registry/registry_client.h"
 #include "server/logging.h"
 
 namespace cudagate::cli {
@@ -150,4 +155,44 @@ std::string summarise_requirement(const std::string& text) {
     pos = next + 2;
   }
 }
+std::vector<RegistryFacts> registry_facts(const std::vector<const Workload*>& workloads,
+                                          const Policy& policy, const Inventory& inventory,
+                                          bool offline) {
+  std::vector<RegistryFacts> facts(workloads.size());
+  if (offline || !policy.registry.enabled) return facts;
+  const std::string fleet = fleet_platform(inventory);
+  std::vector<ImageWanted> wanted;
+  std::vector<std::size_t> wanted_by;  // the workload of each
+  for (std::size_t i = 0; i < workloads.size(); ++i) {
+    const Workload& workload = *workloads[i];
+    for (const ContainerSpec* c : gpu_containers(workload, policy)) {
+      if (c->image.empty() || policy.catalog_entry(c->image) != nullptr) continue;
+      wanted.push_back(ImageWanted{c->image, registry_platform(workload.spec, fleet, policy)});
+      wanted_by.push_back(i);
+    }
+  }
+  if (wanted.empty()) return facts;
+  // One lookup per image and platform, however many workloads name it.
+  std::vector<ImageWanted> distinct = wanted;
+  std::sort(distinct.begin(), distinct.end(), [](const ImageWanted& a, const ImageWanted& b) {
+    return std::tie(a.image, a.platform) < std::tie(b.image, b.platform);
+  });
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  const auto answers = value_or_fail(look_up_once(policy.registry, distinct));
+  for (std::size_t k = 0; k < wanted.size(); ++k) {
+    const auto it =
+        std::lower_bound(distinct.begin(), distinct.end(), wanted[k],
+                         [](const ImageWanted& a, const ImageWanted& b) {
+                           return std::tie(a.image, a.platform) < std::tie(b.image, b.platform);
+                         });
+    const auto& answer = answers[static_cast<std::size_t>(it - distinct.begin())];
+    if (answer.config) {
+      facts[wanted_by[k]].add(wanted[k].image, answer.config);
+    } else {
+      spdlog::debug("registry: {} ({}): {}", wanted[k].image, wanted[k].platform, answer.reason);
+    }
+  }
+  return facts;
+}
+
 }  // namespace cudagate::cli

@@ -16,6 +16,7 @@
 
 #include "compat-db/compat_db.h"
 #include "policy/inventory.h"
+#include "policy/metadata.h"
 #include "policy/pod.h"
 #include "policy/policy.h"
 #include "server/input_files.h"
@@ -56,6 +57,15 @@ Expected<Policy> load_policy_option(const CommonOptions& options, const CompatDb
 // Prints `cudagate: error: <error>` as one line on stderr (line breaks in
 // the message become spaces).
 void print_error(const Error& error);
+
+// The image configs of the GPU containers of `workloads` (those the policy
+// catalog does not describe) from their registries, as the server reads
+// them (registry/registry_client.h), within the policy's registry.timeout:
+// one RegistryFacts per workload, in order. Nothing is read when `offline`
+// or registry.enabled is false. A registry settings error (caFile) fails.
+[[nodiscard]] std::vector<RegistryFacts> registry_facts(
+    const std::vector<const Workload*>& workloads, const Policy& policy, const Inventory& inventory,
+    bool offline);
 // print_error(), then ends the command with exit status 2.
 [[noreturn]] void fail(const Error& error);
 

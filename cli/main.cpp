@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
   app.failure_message(CLI::FailureMessage::simple);
 
   cudagate::add_serve_command(app);
+  cudagate::add_audit_command(app);
   cudagate::add_check_command(app);
   cudagate::add_db_command(app);
   cudagate::add_version_command(app);

@@ -8,6 +8,7 @@
 #include <yaml-cpp/mark.h>
 #include <yaml-cpp/parser.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cstdint>
@@ -248,7 +249,10 @@ struct YamlStop {
 // a node that contains it is an error, not a cycle) and bounds the work.
 class JsonBuilder : public YAML::EventHandler {
  public:
-  JsonBuilder(std::string_view source, std::size_t& budget) : source_(source), budget_(budget) {}
+  // `line_offset` is added to every line in errors: the lines before the
+  // text that this parser reads.
+  JsonBuilder(std::string_view source, std::size_t& budget, int line_offset)
+      : source_(source), budget_(budget), line_offset_(line_offset) {}
 
   void OnDocumentStart(const YAML::Mark& mark) override { start_ = mark; }
   void OnDocumentEnd() override {}
@@ -351,7 +355,8 @@ class JsonBuilder : public YAML::EventHandler {
   };
 
   [[noreturn]] void fail(const YAML::Mark& mark, std::string message) const {
-    throw YamlStop{Error{place(source_, mark.is_null() ? 0 : mark.line + 1), std::move(message)}};
+    throw YamlStop{Error{place(source_, mark.is_null() ? 0 : mark.line + 1 + line_offset_),
+                         std::move(message)}};
   }
 
   // Aliases copy values, so a small text can stand for an enormous one
@@ -413,6 +418,7 @@ class JsonBuilder : public YAML::EventHandler {
 
   std::string_view source_;
   std::size_t& budget_;
+  int line_offset_ = 0;
   YAML::Mark start_;
   YAML::Mark root_mark_;
   std::vector<Frame> stack_;
@@ -471,7 +477,15 @@ Expected<SourceDocuments> parse_json(std::string_view text, std::string_view sou
   }
 }
 
-Expected<SourceDocuments> parse_yaml(std::string_view text, std::string_view source) {
+// `line_offset`: the lines before `text` in its file; `last_line`: the
+// line an error at the end of `text` is reported on (yaml-cpp places an
+// unclosed collection after the text's end, in the next document).
+Expected<SourceDocuments> parse_yaml(std::string_view text, std::string_view source,
+                                     int line_offset = 0,
+                                     int last_line = std::numeric_limits<int>::max()) {
+  auto line_of = [line_offset, last_line](const YAML::Mark& mark) {
+    return mark.is_null() ? 0 : std::min(mark.line + 1 + line_offset, last_line);
+  };
   SourceDocuments out;
   std::size_t budget = 16 * text.size() + 65536;
   try {
@@ -479,29 +493,27 @@ Expected<SourceDocuments> parse_yaml(std::string_view text, std::string_view sou
     YAML::Parser parser(in);
     int last_pos = -1;
     while (true) {
-      JsonBuilder builder(source, budget);
+      JsonBuilder builder(source, budget, line_offset);
       if (!parser.HandleNextDocument(builder)) break;
       const YAML::Mark& start = builder.start();
       // yaml-cpp 0.7 can report the same empty document for ever at a token
       // it cannot place (a ',' outside a flow collection): stop there.
       if (start.pos == last_pos && builder.root().is_null()) {
-        return Error{place(source, start.line + 1), "invalid YAML: unexpected character"};
+        return Error{place(source, line_of(start)), "invalid YAML: unexpected character"};
       }
       last_pos = start.pos;
       ++out.count;
       if (!builder.has_root() || builder.root().is_null()) continue;
       const YAML::Mark& at = builder.root_mark();
-      out.documents.push_back(
-          SourceDocument{std::move(builder.root()), out.count, at.is_null() ? 0 : at.line + 1});
+      out.documents.push_back(SourceDocument{std::move(builder.root()), out.count, line_of(at)});
     }
   } catch (const YamlStop& stop) {
     return stop.error;
   } catch (const YAML::DeepRecursion& e) {
     // yaml-cpp stops at its own depth limit with the message "bad file".
-    return Error{place(source, e.mark.is_null() ? 0 : e.mark.line + 1),
-                 "invalid YAML: nesting too deep"};
+    return Error{place(source, line_of(e.mark)), "invalid YAML: nesting too deep"};
   } catch (const YAML::Exception& e) {
-    return Error{place(source, e.mark.is_null() ? 0 : e.mark.line + 1), "invalid YAML: " + e.msg};
+    return Error{place(source, line_of(e.mark)), "invalid YAML: " + e.msg};
   } catch (const std::exception& e) {
     return Error{std::string(source), std::string("invalid YAML: ") + e.what()};
   }
@@ -516,6 +528,94 @@ Expected<SourceDocuments> parse_source_documents(std::string_view text, std::str
   // its errors count from the start of the text as given.
   if (!body.empty() && (body[0] == '{' || body[0] == '[')) return parse_json(text, source);
   return parse_yaml(text, source);
+}
+
+namespace {
+
+// A line that starts a YAML document: "---" alone or followed by a blank.
+bool is_document_marker(std::string_view line) {
+  return line.substr(0, 3) == "---" && (line.size() == 3 || line[3] == ' ' || line[3] == '\t' ||
+                                        line[3] == '\r' || line[3] == '\n');
+}
+
+// One `---`-separated part of a YAML stream and the lines before it.
+struct YamlChunk {
+  std::string_view text;
+  int first_line = 0;  // 0-based
+  int last_line = 0;   // 1-based: the last line that is not blank
+};
+
+std::vector<YamlChunk> split_yaml_stream(std::string_view text) {
+  std::vector<YamlChunk> chunks;
+  std::size_t chunk_start = 0;
+  int chunk_line = 0;
+  bool has_directive = false;
+  bool has_content = false;
+  int last_line = 0;
+  std::size_t pos = 0;
+  int line_number = 0;
+  while (pos < text.size()) {
+    const std::size_t end = text.find('\n', pos);
+    const std::size_t next = end == std::string_view::npos ? text.size() : end + 1;
+    const std::string_view line = text.substr(pos, next - pos);
+    // Directives (%YAML, %TAG) belong to the document after them, so a
+    // chunk holding only directives, comments and blanks runs on.
+    if (is_document_marker(line) && pos != chunk_start && (has_content || !has_directive)) {
+      chunks.push_back(
+          YamlChunk{text.substr(chunk_start, pos - chunk_start), chunk_line, last_line});
+      chunk_start = pos;
+      chunk_line = line_number;
+      has_directive = false;
+      has_content = false;
+    }
+    const std::size_t first = line.find_first_not_of(" \t\r\n");
+    if (first != std::string_view::npos) last_line = line_number + 1;
+    if (first != std::string_view::npos && line[first] != '#') {
+      if (first == 0 && line[0] == '%') {
+        has_directive = true;
+      } else {
+        has_content = true;
+      }
+    }
+    pos = next;
+    ++line_number;
+  }
+  if (chunk_start < text.size()) {
+    chunks.push_back(YamlChunk{text.substr(chunk_start), chunk_line, last_line});
+  }
+  return chunks;
+}
+
+}  // namespace
+
+std::vector<Expected<SourceDocument>> parse_document_stream(std::string_view text,
+                                                            std::string_view source) {
+  std::vector<Expected<SourceDocument>> out;
+  const std::string_view body = skip_bom_and_blanks(text);
+  if (!body.empty() && (body[0] == '{' || body[0] == '[')) {
+    auto parsed = parse_json(text, source);
+    if (!parsed) {
+      out.emplace_back(parsed.error());
+    } else {
+      for (auto& doc : parsed->documents) out.emplace_back(std::move(doc));
+    }
+    return out;
+  }
+  std::size_t index = 0;
+  for (const YamlChunk& chunk : split_yaml_stream(text)) {
+    auto parsed = parse_yaml(chunk.text, source, chunk.first_line, chunk.last_line);
+    if (!parsed) {
+      ++index;
+      out.emplace_back(parsed.error());
+      continue;
+    }
+    for (auto& doc : parsed->documents) {
+      doc.index += index;
+      out.emplace_back(std::move(doc));
+    }
+    index += parsed->count;
+  }
+  return out;
 }
 
 Expected<std::vector<json>> parse_documents(std::string_view text, std::string_view source) {

@@ -40,6 +40,14 @@ struct SourceDocuments {
 };
 Expected<SourceDocuments> parse_source_documents(std::string_view text, std::string_view source);
 
+// Every document of `text`, each read on its own, so that a YAML document
+// that does not parse is one error (naming its line) and the documents
+// around it are still read. A YAML stream is split at its `---` marker
+// lines (directives stay with the document they precede); empty documents
+// are left out. JSON text is one document.
+std::vector<Expected<SourceDocument>> parse_document_stream(std::string_view text,
+                                                            std::string_view source);
+
 // Helpers for reading fields with errors that name the field path.
 // `path` is the JSON path of `object` ("spec.template.spec").
 //

@@ -21,6 +21,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   curl jq python3 python3-jsonpatch prometheus
   docker-registry skopeo
+  chromium python3-jsonschema python3-yaml
 )
 for arg in "$@"; do
   case "$arg" in

@@ -15,6 +15,7 @@
 #include "admission/admission.h"
 #include "admission/admission_response.h"
 #include "admission/json_write.h"
+#include "server/reports_endpoint.h"
 
 namespace cudagate {
 namespace {
@@ -134,7 +135,7 @@ AdmissionOutcome judge(Endpoint endpoint, std::string_view mode, const HttpReque
 
 // The HTTP answer to a judged admission, counted and logged.
 HttpResponse record(AdmissionOutcome&& outcome, std::string_view endpoint_name,
-                    const HttpRequest& request, WebhookMetrics& metrics,
+                    const HttpRequest& request, const ServerState& state, WebhookMetrics& metrics,
                     std::chrono::steady_clock::time_point start) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -153,7 +154,10 @@ HttpResponse record(AdmissionOutcome&& outcome, std::string_view endpoint_name,
   const std::string_view decision = or_else(outcome.decision, "error");
   const std::string_view effective_mode = or_else(outcome.mode, "none");
   metrics.admission(endpoint_name, verdict, decision, effective_mode, seconds);
-  if (outcome.record) count_lookups(*outcome.record, metrics);
+  if (outcome.record) {
+    count_lookups(*outcome.record, metrics);
+    state.reports().record(std::move(*outcome.record));
+  }
 
   // One JSON object per decision, written directly (members in key order).
   const bool refused = outcome.http_status != 200;
@@ -198,7 +202,7 @@ HttpResponse admit(Endpoint endpoint, std::string_view endpoint_name, std::strin
   const auto snapshot = state.snapshot();
   const std::string mode = query_parameter(query, "mode").value_or("");
   return record(judge(endpoint, mode, request, *snapshot, nullptr, false), endpoint_name, request,
-                metrics, start);
+                state, metrics, start);
 }
 
 // The admission paths of a request: the endpoint, or nullopt for another
@@ -232,7 +236,7 @@ void route(const HttpRequest& request, const ServerState& state, WebhookMetrics&
   CachedImageFacts facts(*registry);
   AdmissionOutcome outcome = judge(*endpoint, mode, request, *snapshot, &facts, true);
   if (!outcome.deferred) {
-    respond(record(std::move(outcome), endpoint_name, request, metrics, start));
+    respond(record(std::move(outcome), endpoint_name, request, state, metrics, start));
     return;
   }
   // Some image is not cached: look it up within the policy's budget, then
@@ -240,11 +244,11 @@ void route(const HttpRequest& request, const ServerState& state, WebhookMetrics&
   // goes on to fill the cache).
   const auto budget = snapshot->policy->registry.timeout;
   registry->lookup(std::move(outcome.wanted_images), budget,
-                   [&request, &metrics, registry, respond, start, endpoint_name,
+                   [&request, &state, &metrics, registry, respond, start, endpoint_name,
                     endpoint = *endpoint, mode, snapshot = std::move(snapshot)] {
                      CachedImageFacts after(*registry);
                      respond(record(judge(endpoint, mode, request, *snapshot, &after, false),
-                                    endpoint_name, request, metrics, start));
+                                    endpoint_name, request, state, metrics, start));
                    });
 }
 
@@ -278,6 +282,11 @@ HttpResponse route(const HttpRequest& request, const ServerState& state, Webhook
     if (state.ready()) return text_response(http::status::ok, "ok\n", "text/plain; charset=utf-8");
     return json_error(http::status::service_unavailable,
                       state.shutting_down() ? "shutting down" : "not ready");
+  }
+  if (path == "/reports") {
+    if (request.method() != http::verb::get) return method_not_allowed("GET");
+    return reports_response(query_parameter(query, "format").value_or("json"),
+                            query_parameter(query, "namespace").value_or(""), state);
   }
   if (path == "/metrics") {
     if (request.method() != http::verb::get) return method_not_allowed("GET");

@@ -10,14 +10,17 @@
 //                                  inventory are loaded; 503 before, and
 //                                  from the moment shutdown begins
 //   GET  /metrics                  Prometheus text exposition
+//   GET  /reports                  the latest decision per workload
+//                                  (reports_endpoint.h), ?format= and
+//                                  ?namespace=
 //   anything else                  404
 // Error answers are JSON {"error": "..."}.
 //
 // Each admission is judged against one snapshot of the state, recorded in
-// the metrics and logged as one structured line (uid, namespace, kind, name,
-// verdict, decision, mode, duration_ms), unless the request is the API
-// server's dryRun, which is evaluated and recorded nowhere. Request bodies
-// are never logged.
+// the metrics and in /reports (ServerState::reports()) and logged as one
+// structured line (uid, namespace, kind, name, verdict, decision, mode,
+// duration_ms), unless the request is the API server's dryRun, which is
+// evaluated and recorded nowhere. Request bodies are never logged.
 //
 // route() is safe to call concurrently from any thread; `state` and
 // `metrics` must outlive the calls.

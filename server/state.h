@@ -21,6 +21,7 @@
 #include "compat-db/compat_db.h"
 #include "policy/inventory.h"
 #include "policy/policy.h"
+#include "server/report_store.h"
 
 namespace cudagate {
 
@@ -48,6 +49,8 @@ class ServerState {
   void begin_shutdown() { shutting_down_.store(true); }
 
   [[nodiscard]] bool shutting_down() const { return shutting_down_.load(); }
+  // The latest decision per workload (GET /reports); thread-safe itself.
+  [[nodiscard]] ReportStore& reports() const { return reports_; }
   [[nodiscard]] bool ready() const {
     return certificate_loaded_.load() && inventory_synced_.load() && !shutting_down_.load();
   }
@@ -58,6 +61,7 @@ class ServerState {
   std::atomic<bool> certificate_loaded_{false};
   std::atomic<bool> inventory_synced_{false};
   std::atomic<bool> shutting_down_{false};
+  mutable ReportStore reports_;
 };
 
 }  // namespace cudagate

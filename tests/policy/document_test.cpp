@@ -264,6 +264,56 @@ struct FieldRow {
   std::string value_or_error;
 };
 
+// One entry per document of a stream: the value or the error with its own line.
+struct StreamRow {
+  std::string text;
+  // Per entry: the value's "name" member, or "!" + the error's place.
+  std::vector<std::string> expected;
+};
+
+TEST(DocumentStream, EachDocumentIsReadOnItsOwn) {
+  const std::vector<StreamRow> rows = {
+      {"name: a\n---\nname: b\n", {"a", "b"}},
+      // A syntax error costs only its document; the error names its line, the
+      // document's last when the parser only finds it at the end.
+      {"name: a\n---\nname: [b\n---\nname: c\n", {"a", "!s.yaml:3", "c"}},
+      {"name: a\n---\nx: y: z\n---\nname: c\n", {"a", "!s.yaml:3", "c"}},
+      // Comments and empty documents, as Helm renders them, are left out.
+      {"# header\n---\n---\n# Source: x.yaml\nname: a\n---\n", {"a"}},
+      // Directives stay with the document after them.
+      {"name: a\n---\n%YAML 1.2\n---\nname: b\n", {"a", "b"}},
+      // "---" inside a block scalar is still a marker only at column 0.
+      {"name: a\nbody: |\n  ---\n  text\n---\nname: b\n", {"a", "b"}},
+      {"--- {name: a}\n--- {name: b}\n", {"a", "b"}},
+      {"{\"name\": \"a\"}", {"a"}},
+      {"{\"name\": ", {"!s.yaml:1:10"}},
+  };
+  for (const auto& row : rows) {
+    const auto docs = parse_document_stream(row.text, "s.yaml");
+    std::vector<std::string> got;
+    for (const auto& doc : docs) {
+      if (!doc) {
+        got.push_back("!" + doc.error().where);
+      } else {
+        got.push_back(doc->value.is_object() ? doc->value.value("name", std::string("?"))
+                                             : doc->value.dump());
+      }
+    }
+    EXPECT_EQ(got, row.expected) << row.text;
+  }
+}
+
+TEST(DocumentStream, LinesAndIndexesCountFromTheStreamStart) {
+  const auto docs = parse_document_stream("a: 1\n---\n# c\nb: 2\n---\nc: 3\n", "s.yaml");
+  ASSERT_EQ(docs.size(), 3U);
+  ASSERT_TRUE(docs[1]);
+  EXPECT_EQ(docs[1]->line, 4);
+  EXPECT_EQ(docs[1]->index, 2U);
+  ASSERT_TRUE(docs[2]);
+  EXPECT_EQ(docs[2]->line, 6);
+  EXPECT_EQ(docs[2]->index, 3U);
+}
+
 TEST(Document, StringField) {
   const std::vector<FieldRow> rows = {
       {{{"name", "x"}}, "name", true, true, "x"},

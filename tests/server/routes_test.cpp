@@ -87,7 +87,9 @@ TEST_F(RoutesTest, MethodPathAndContentType) {
       {http::verb::post, "/mutate?timeout=10s", "application/json", http::status::ok, ""},
       {http::verb::get, "/", "", http::status::not_found, ""},
       {http::verb::get, "/validate/", "", http::status::not_found, ""},
-      {http::verb::post, "/reports", "application/json", http::status::not_found, ""},
+      {http::verb::post, "/reports", "application/json", http::status::method_not_allowed, "GET"},
+      {http::verb::get, "/reports", "", http::status::ok, ""},
+      {http::verb::get, "/report", "", http::status::not_found, ""},
   };
   for (const auto& row : rows) {
     SCOPED_TRACE(std::string(http::to_string(row.method)) + " " + row.target + " " +

@@ -1,0 +1,311 @@
+// `cudagate audit`: every workload of a set of manifests judged against a
+// node inventory and printed as one report (SPEC 7.2): a table,
+// decision records, PolicyReport or OpenReports objects, an HTML page or
+// JUnit XML.
+//
+// The steps run in the order the data flows: read every input (a broken
+// document is recorded and the rest still read), gather the facts about the
+// images, then decide each workload once, with no lookup in between.
+
+#include "report/audit.h"
+
+#include <simdjson.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "admission/simd_json_view.h"
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "policy/evaluate.h"
+#include "policy/workload_stream.h"
+#include "report/audit_table.h"
+#include "report/html_report.h"
+#include "report/junit_report.h"
+#include "report/policy_report.h"
+#include "server/node_loader.h"
+
+namespace cudagate {
+namespace {
+
+struct AuditOptions {
+  cli::CommonOptions common;
+  std::vector<std::string> paths;
+  std::string format = "table";
+  std::string fail_on = "fail";
+  bool offline = false;
+};
+
+// Progress is shown only for runs this long, and only on a terminal.
+constexpr std::size_t kProgressMinimum = 200;
+
+bool is_manifest_name(const std::filesystem::path& path) {
+  const std::string ext = path.extension().string();
+  return ext == ".yaml" || ext == ".yml" || ext == ".json";
+}
+
+// The files to read: "-" and files as given, folders walked recursively for
+// .yaml, .yml and .json files in name order. A path that does not exist is
+// bad usage.
+std::vector<std::string> input_files(const std::vector<std::string>& paths) {
+  std::vector<std::string> files;
+  for (const std::string& path : paths) {
+    if (path == "-") {
+      files.push_back(path);
+      continue;
+    }
+    std::error_code ec;
+    const auto status = std::filesystem::status(path, ec);
+    if (ec || !std::filesystem::exists(status)) {
+      cli::fail(Error{path, "no such file or directory"});
+    }
+    if (!std::filesystem::is_directory(status)) {
+      files.push_back(path);
+      continue;
+    }
+    std::vector<std::string> found;
+    std::filesystem::recursive_directory_iterator it(
+        path, std::filesystem::directory_options::skip_permission_denied, ec);
+    for (; !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+      std::error_code type_ec;
+      if (it->is_regular_file(type_ec) && is_manifest_name(it->path())) {
+        found.push_back(it->path().string());
+      }
+    }
+    if (ec) cli::fail(Error{path, "cannot list: " + ec.message()});
+    std::sort(found.begin(), found.end());
+    files.insert(files.end(), found.begin(), found.end());
+  }
+  return files;
+}
+
+// The workloads of one file. JSON (`kubectl get ... -o json` of a whole
+// cluster runs to tens of megabytes) is parsed with simdjson, in a fraction
+// of the time and memory of a document tree, and read through the same view
+// mapping, so the workloads, places and errors are those of
+// read_workload_stream; text simdjson does not take (YAML, JSON it refuses
+// or nests deeper than any Kubernetes object) goes to read_workload_stream,
+// which gives the error.
+WorkloadStream read_manifest(const std::string& text, const std::string& source) {
+  constexpr std::size_t kMaxDepth = 256;
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && (text[first] == '{' || text[first] == '[')) {
+    simdjson::dom::parser parser;
+    simdjson::dom::element root;
+    if (parser.allocate(text.size(), kMaxDepth) == simdjson::SUCCESS &&
+        parser.parse(text).get(root) == simdjson::SUCCESS) {
+      WorkloadStream out;
+      read_workload_document(SimdJsonView(parser.doc), source + ":1", out);
+      return out;
+    }
+  }
+  return read_workload_stream(text, source);
+}
+
+// Everything read from the inputs, before any decision.
+struct Inputs {
+  std::vector<PlacedWorkload> workloads;
+  std::vector<Error> broken;
+  std::size_t skipped = 0;
+  std::size_t controlled = 0;
+};
+
+Inputs read_inputs(const std::vector<std::string>& files) {
+  Inputs in;
+  for (const std::string& file : files) {
+    auto text = read_input(file);
+    if (!text) {
+      in.broken.push_back(text.error());
+      continue;
+    }
+    WorkloadStream stream = read_manifest(*text, display_name(file));
+    spdlog::debug("{}: {} workloads, {} other objects, {} broken", display_name(file),
+                  stream.workloads.size(), stream.skipped, stream.broken.size());
+    in.workloads.insert(in.workloads.end(), std::make_move_iterator(stream.workloads.begin()),
+                        std::make_move_iterator(stream.workloads.end()));
+    in.broken.insert(in.broken.end(), stream.broken.begin(), stream.broken.end());
+    in.skipped += stream.skipped;
+  }
+  in.controlled = drop_controlled(in.workloads);
+  return in;
+}
+
+// "\rauditing 1200/10000 workloads" on a terminal's stderr, at most every
+// 100 ms, cleared when done.
+class Progress {
+ public:
+  explicit Progress(std::size_t total)
+      : total_(total), enabled_(total >= kProgressMinimum && ::isatty(STDERR_FILENO) != 0) {}
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+  ~Progress() {
+    if (shown_) std::cerr << "\r\x1b[K" << std::flush;
+  }
+
+  void step(std::size_t done) {
+    if (!enabled_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (shown_ && now - last_ < std::chrono::milliseconds(100) && done != total_) return;
+    last_ = now;
+    shown_ = true;
+    std::cerr << "\rauditing " << done << "/" << total_ << " workloads" << std::flush;
+  }
+
+ private:
+  std::size_t total_;
+  bool enabled_;
+  bool shown_ = false;
+  std::chrono::steady_clock::time_point last_{};
+};
+
+std::int64_t report_time() {
+  // SOURCE_DATE_EPOCH fixes the reports' timestamps, for reproducible output.
+  if (const char* epoch = std::getenv("SOURCE_DATE_EPOCH"); epoch != nullptr && *epoch != '\0') {
+    char* end = nullptr;
+    const long long value = std::strtoll(epoch, &end, 10);
+    if (end != nullptr && *end == '\0' && value >= 0) return value;
+    cli::fail(Error{"SOURCE_DATE_EPOCH", "expected seconds since 1970, got " + cli::quote(epoch)});
+  }
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+FailOn parse_fail_on(const std::string& text) {
+  if (text == "warn") return FailOn::warn;
+  if (text == "never") return FailOn::never;
+  return FailOn::fail;
+}
+
+void run_audit(const AuditOptions& options) {
+  cli::setup_logging(options.common);
+  if (options.common.nodes.empty()) {
+    cli::fail(Error{"--nodes", "required: the node inventory to audit against"});
+  }
+  const auto stdin_readers = std::count(options.paths.begin(), options.paths.end(), "-") +
+                             (options.common.nodes == "-" ? 1 : 0);
+  if (stdin_readers > 1) {
+    cli::fail(Error{"-", "stdin (\"-\") can be read only once, by one PATH or by --nodes"});
+  }
+  const FailOn fail_on = parse_fail_on(options.fail_on);
+  const std::int64_t timestamp = report_time();
+  const CompatDb db = cli::value_or_fail(cli::load_compat_db_option(options.common));
+  const Policy policy = cli::value_or_fail(cli::load_policy_option(options.common, db));
+  const Inventory inventory = cli::value_or_fail(load_inventory(options.common.nodes, db));
+
+  Inputs in = read_inputs(input_files(options.paths));
+  // Image configs from the registries, once per image, before any decision.
+  std::vector<const Workload*> judged;
+  judged.reserve(in.workloads.size());
+  for (const auto& w : in.workloads) judged.push_back(&w.workload);
+  const std::vector<RegistryFacts> registry =
+      cli::registry_facts(judged, policy, inventory, options.offline);
+
+  Audit audit;
+  audit.broken = std::move(in.broken);
+  audit.skipped = in.skipped;
+  audit.controlled = in.controlled;
+  audit.node_groups = gpu_node_groups(inventory);
+  audit.workloads.reserve(in.workloads.size());
+  CandidateScratch scratch;
+  MetadataMemo memo;
+
+  {
+    Progress progress(in.workloads.size());
+    for (std::size_t i = 0; i < in.workloads.size(); ++i) {
+      PlacedWorkload& w = in.workloads[i];
+      AuditedWorkload audited;
+      audited.place = std::move(w.place);
+      const EvaluationInputs inputs{registry[i].empty() ? nullptr : &registry[i], nullptr, &scratch,
+                                    &memo};
+      auto decision = evaluate(w.workload, inventory, policy, db, inputs);
+      if (decision) {
+        audited.decision = std::move(decision).value();
+      } else {
+        audited.decision.resource = w.workload.resource;
+        audited.error = decision.error();
+      }
+      audit.workloads.push_back(std::move(audited));
+      progress.step(i + 1);
+    }
+  }
+
+  for (const Error& e : audit.broken) cli::print_error(e);
+  if (options.format == "json") {
+    std::cout << decision_records(audit).dump(2, ' ', false,
+                                              nlohmann::json::error_handler_t::replace)
+              << '\n';
+  } else if (options.format == "policyreport") {
+    std::cout << policy_reports_yaml(audit, ReportApi::policy_report, timestamp);
+  } else if (options.format == "openreports") {
+    std::cout << policy_reports_yaml(audit, ReportApi::open_reports, timestamp);
+  } else if (options.format == "junit") {
+    std::cout << junit_report(audit, fail_on, timestamp);
+  } else if (options.format == "html") {
+    std::cout << html_report(audit, timestamp);
+  } else {
+    std::cout << audit_table(audit, cli::stdout_wants_colour());
+  }
+  std::cout.flush();
+
+  if (!audit.broken.empty()) cli::exit_with(cli::kExitUsage);
+  cli::exit_with(audit_fails(audit, fail_on) ? cli::kExitFindings : cli::kExitOk);
+}
+
+}  // namespace
+
+void add_audit_command(CLI::App& app) {
+  auto options = std::make_shared<AuditOptions>();
+  CLI::App* audit = app.add_subcommand(
+      "audit", "Judge every workload of a set of manifests against a node inventory");
+  audit->footer(
+      "PATH is a file, a folder (read recursively: .yaml, .yml, .json) or '-' for stdin. Each\n"
+      "holds Pods or pod-owning workloads, in single or multi-document YAML or JSON, Lists, or\n"
+      "what `kubectl get pods,deployments,... -A -o json|yaml` prints; other objects are skipped\n"
+      "and counted, and pods whose controller is in the input are reported as that controller.\n"
+      "A document that cannot be read is reported on stderr with its file and line; the others\n"
+      "are still audited.\n"
+      "\n"
+      "Exit status: 0 nothing at or above --fail-on, 1 a workload at or above it (fail: fail\n"
+      "and error; warn: also partial, unknown and no-candidates), 2 bad usage or a document\n"
+      "that could not be read.\n"
+      "\n"
+      "Examples:\n"
+      "  cudagate audit manifests/ --nodes nodes.json\n"
+      "  kubectl get pods,deployments -A -o json | cudagate audit - --nodes nodes.json "
+      "--format policyreport\n"
+      "  helm template charts/trainer | cudagate audit - --nodes nodes.yaml --format junit "
+      "--fail-on warn");
+  audit->add_option("PATH", options->paths, "Manifest files or folders, '-' for stdin")
+      ->required()
+      ->type_name("PATH");
+  audit->add_option("--format", options->format, "Report format")
+      ->check(CLI::IsMember({"table", "json", "policyreport", "openreports", "html", "junit"}))
+      ->capture_default_str();
+  audit
+      ->add_option("--fail-on", options->fail_on,
+                   "Lowest result that makes the audit exit 1 (fail, warn or never)")
+      ->check(CLI::IsMember({"fail", "warn", "never"}))
+      ->capture_default_str();
+  audit->add_flag("--offline", options->offline,
+                  "Make no registry lookups: image metadata from the manifests, the policy's "
+                  "catalog and the image reference only");
+  cli::add_common_options(*audit, options->common);
+  audit->callback([options] { run_audit(*options); });
+}
+
+}  // namespace cudagate
