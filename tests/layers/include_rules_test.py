@@ -23,8 +23,9 @@ PROJECT = {
     "policy": {"types", "compat-db"},
     "admission": {"types", "compat-db", "policy"},
     "report": {"types", "compat-db", "policy"},
-    "server": {"types", "compat-db", "policy", "admission", "report"},
-    "cli": {"types", "compat-db", "policy", "admission", "report", "server"},
+    "kube": {"types", "compat-db", "policy"},
+    "server": {"types", "compat-db", "policy", "admission", "report", "kube"},
+    "cli": {"types", "compat-db", "policy", "admission", "report", "kube", "server"},
 }
 
 # Libraries each layer may include; the same as its CMake target links.
@@ -34,6 +35,7 @@ LIBRARIES = {
     "policy": {"nlohmann_json", "yaml-cpp"},
     "admission": {"nlohmann_json", "simdjson", "simd"},
     "report": {"nlohmann_json"},
+    "kube": {"nlohmann_json", "yaml-cpp", "boost", "openssl", "spdlog", "posix"},
     "server": {"nlohmann_json", "simdjson", "simd", "boost", "openssl", "spdlog", "posix"},
     "cli": {"nlohmann_json", "simdjson", "simd", "boost", "openssl", "spdlog", "posix", "CLI11",
             "yaml-cpp"},
