@@ -51,6 +51,8 @@ Expected<std::vector<std::string_view>> EventStream::feed(std::string_view bytes
     from = end;
   }
   if (!ends.empty()) consumed_ = ends.back();
+  // Between objects only whitespace is left: nothing is pending.
+  if (depth_ == 0) consumed_ = buffer_.size();
   if (pending() > max_object_bytes_) {
     return Error{"watch stream",
                  "an event larger than " + std::to_string(max_object_bytes_) + " bytes"};
