@@ -129,6 +129,33 @@ def kubeconfig(directory, server, user, name="kubeconfig"):
     return write(os.path.join(directory, name), "\n".join(lines) + "\n")
 
 
+# Needs CUDA 12.4, tolerates every taint: its candidates are the GPU nodes.
+CUDA124_ANYWHERE = {
+    "containers": [{
+        "name": "train",
+        "image": "registry.example.com/ml/train:v1",
+        "env": [{"name": "CUDA_VERSION", "value": "12.4.1"}],
+        "resources": {"limits": {"nvidia.com/gpu": "1"}},
+    }],
+    "tolerations": [{"operator": "Exists"}],
+}
+
+
+def json_patch(document, patch):
+    """RFC 6902 add and replace on object members, as a pin uses them."""
+    document = copy.deepcopy(document)
+    for op in patch:
+        *parents, last = [p.replace("~1", "/").replace("~0", "~")
+                          for p in op["path"].split("/")[1:]]
+        target = document
+        for key in parents:
+            target = target[key]
+        if op["op"] not in ("add", "replace"):
+            raise AssertionError(f"unexpected operation {op}")
+        target[last] = op["value"]
+    return document
+
+
 class Webhook:
     """One `cudagate serve --kubeconfig` process."""
 
@@ -189,17 +216,19 @@ class Webhook:
     def metric(self, name, **labels):
         return metric_value(self.get("/metrics")[1], name, **labels)
 
-    def verdict(self, pod_spec):
+    def answer(self, pod_spec, path="/validate"):
         uid, body = review(pod_spec, namespace="ml", name="train")
         conn = self.connect()
         try:
-            res, data = post(conn, "/validate", body)
+            res, data = post(conn, path, body)
         finally:
             conn.close()
         if res.status != 200:
-            raise AssertionError(f"/validate answered {res.status}: {data!r}")
-        response = json.loads(data)["response"]
-        return response.get("auditAnnotations", {}).get("verdict")
+            raise AssertionError(f"{path} answered {res.status}: {data!r}")
+        return json.loads(data)["response"]
+
+    def verdict(self, pod_spec):
+        return self.answer(pod_spec).get("auditAnnotations", {}).get("verdict")
 
     def wait_verdict(self, pod_spec, expected, what):
         poll_until(lambda: self.verdict(pod_spec) == expected, TIMEOUT, what)
@@ -371,6 +400,38 @@ class ListAndWatchTest(KubeTestCase):
         self.assertGreaterEqual(webhook.metric("cudagate_inventory_watch_restarts_total",
                                                reason="closed") or 0, 1)
         self.assertEqual(len(self.lists()), 4, "a dropped watch resumes without listing")
+
+    def test_pin_follows_a_driver_rollout(self):
+        user, _ = self.token_user()
+        webhook = self.webhook(user)
+        poll_until(self.watches, TIMEOUT, "a watch request")
+        before = webhook.answer(CUDA124_ANYWHERE, "/mutate")
+        self.assertEqual(before["auditAnnotations"]["verdict"], "partial")
+        compatible = int(before["auditAnnotations"]["compatible"])
+        pod = {"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": "train", "namespace": "ml"}, "spec": CUDA124_ANYWHERE}
+        pinned = json_patch(pod, json.loads(base64.b64decode(before["patch"])))
+        terms = pinned["spec"]["affinity"]["nodeAffinity"][
+            "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        keys = {e["key"] for t in terms for e in t["matchExpressions"]}
+        self.assertIn("nvidia.com/cuda.runtime-version.major", keys)
+        self.assertNotIn("nvidia.com/cuda.driver-version.full", keys)
+        self.assertEqual(webhook.answer(pinned["spec"])["auditAnnotations"]["candidates"],
+                         str(compatible))
+
+        # The rollout: two T4 nodes upgraded to 550 (CUDA 12.4), one H100
+        # downgraded to 535 (CUDA 12.2).
+        for name in ("ip-10-0-2-21.ec2.internal", "ip-10-0-2-22.ec2.internal"):
+            self.api.put(upgraded(by_name(self.nodes, name), "550.90.07", "12.4"))
+        self.api.put(upgraded(by_name(self.nodes, "ip-10-0-5-51.ec2.internal"),
+                              "535.129.03", "12.2"))
+        expected = compatible + 2 - 1
+        poll_until(lambda: webhook.answer(CUDA124_ANYWHERE)["auditAnnotations"]["compatible"]
+                   == str(expected), TIMEOUT, "the rollout to reach the inventory")
+        # The pod pinned before the rollout selects exactly the nodes that can run it now.
+        after = webhook.answer(pinned["spec"])["auditAnnotations"]
+        self.assertEqual(after["verdict"], "pass")
+        self.assertEqual(after["candidates"], str(expected))
 
     def test_429_retry_after_is_honoured(self):
         self.api.fail(429, count=1, retry_after=2)
