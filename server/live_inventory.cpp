@@ -2,12 +2,43 @@
 // coalesced batch at a time, built from the one last published.
 #include "server/live_inventory.h"
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 
 namespace cudagate {
+
+Inventory apply_node_changes(const Inventory& old, const std::vector<Node>* list,
+                             const std::vector<kube::NodeChange>& changes, const CompatDb& db) {
+  // The last word on each node named by an event: its new form, or removed.
+  std::unordered_map<std::string_view, const kube::NodeChange*> last;
+  last.reserve(changes.size());
+  for (const auto& change : changes) last[change.name] = &change;
+
+  InventoryBuilder builder(db);
+  if (list != nullptr) {
+    for (const Node& node : *list) {
+      if (!last.contains(node.name)) builder.add(node);
+    }
+  } else {
+    Node node;
+    for (std::size_t i = 0; i < old.size(); ++i) {
+      if (last.contains(old.node_name(i))) continue;
+      old.node_into(i, node);
+      builder.add(node, &old.groups()[old.group_of(i)].facts);
+    }
+  }
+  for (const auto& change : changes) {
+    // Each node once, in event order, as its last change left it.
+    const auto it = last.find(change.name);
+    if (it == last.end() || it->second != &change) continue;
+    if (change.kind == kube::NodeChange::Kind::upsert) builder.add(change.node);
+  }
+  return builder.finish();
+}
 
 LiveInventory::LiveInventory(boost::asio::any_io_executor executor,
                              std::shared_ptr<const CompatDb> db, std::chrono::milliseconds coalesce,
@@ -29,7 +60,7 @@ void LiveInventory::replace_all(std::vector<Node> nodes) {
 void LiveInventory::apply(std::vector<kube::NodeChange> changes) {
   const std::lock_guard lock(mutex_);
   for (auto& change : changes) pending_changes_.push_back(std::move(change));
-  schedule(coalesce_);
+  schedule(std::max(coalesce_, last_build_));
 }
 
 void LiveInventory::stop() {
@@ -66,28 +97,15 @@ void LiveInventory::rebuild() {
   if (!list && changes.empty()) return;
   const bool from_list = list.has_value();
 
-  // The last word on each node named by an event: its new form, or removed.
-  std::unordered_map<std::string, const kube::NodeChange*> last;
-  last.reserve(changes.size());
-  for (const auto& change : changes) last[change.name] = &change;
-
-  InventoryBuilder builder(*db_);
-  auto add_unless_changed = [&](const Node& node) {
-    if (!last.contains(node.name)) builder.add(node);
-  };
-  if (list) {
-    for (const Node& node : *list) add_unless_changed(node);
-    list.reset();
-  } else {
-    const Inventory& old = *current_;
-    for (std::size_t i = 0; i < old.size(); ++i) {
-      if (!last.contains(old.node_name(i))) builder.add(old.node(i));
-    }
+  const auto start = std::chrono::steady_clock::now();
+  current_ = std::make_shared<const Inventory>(
+      apply_node_changes(*current_, list ? &*list : nullptr, changes, *db_));
+  list.reset();
+  {
+    const std::lock_guard lock(mutex_);
+    last_build_ = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - start);
   }
-  for (const auto& [name, change] : last) {
-    if (change->kind == kube::NodeChange::Kind::upsert) builder.add(change->node);
-  }
-  current_ = std::make_shared<const Inventory>(builder.finish());
   publish_(Update{current_, from_list, changes.size()});
 }
 

@@ -3,9 +3,11 @@
 // API server (kube/node_watcher.h) folded into the inventory that decisions
 // read, published whole through a callback (ServerState::set_inventory).
 //
-// Events are coalesced: the first change after a publish arms a short
-// timer, and every change that arrives before it fires goes into the same
-// new inventory, so a rollout that relabels hundreds of nodes in a second
+// Events are coalesced: the first change after a publish arms a timer (the
+// coalescing delay, or as long as the last build took if that was longer,
+// so that building never takes more than about half a core however fast
+// events come), and every change that arrives before it fires goes into the
+// same new inventory, so a rollout that relabels hundreds of nodes in a second
 // costs a few builds, not hundreds, and a decision sees either the
 // inventory before a batch or the one after it, never part of one.
 //
@@ -33,6 +35,14 @@
 #include "policy/node.h"
 
 namespace cudagate {
+
+// `old` with `changes` applied, in order (the last change of a node wins),
+// or, with `list`, exactly the nodes of `list` with `changes` applied after
+// it. Unchanged nodes are copied from `old`'s compact form with the GPU
+// facts of their group, so only the changed nodes' facts are derived again.
+[[nodiscard]] Inventory apply_node_changes(const Inventory& old, const std::vector<Node>* list,
+                                           const std::vector<kube::NodeChange>& changes,
+                                           const CompatDb& db);
 
 class LiveInventory {
  public:
@@ -74,6 +84,7 @@ class LiveInventory {
 
   // On the executor only: the last inventory published.
   std::shared_ptr<const Inventory> current_ = std::make_shared<const Inventory>();
+  std::chrono::milliseconds last_build_{0};  // guarded by mutex_
 };
 
 }  // namespace cudagate
