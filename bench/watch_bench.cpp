@@ -69,12 +69,12 @@ void BM_ApplyRollout(benchmark::State& state) {
   const Inventory& fleet = bench::inventory(count);
   const std::vector<kube::NodeChange> events = rollout(count, kEvents);
   for (auto _ : state) {
-    Inventory current = apply_node_changes(fleet, nullptr, {}, bench::db());
+    Inventory current = apply_node_changes(fleet, {}, bench::db());
     for (std::size_t at = 0; at < events.size(); at += batch) {
       const std::vector<kube::NodeChange> part(
           events.begin() + static_cast<std::ptrdiff_t>(at),
           events.begin() + static_cast<std::ptrdiff_t>(std::min(events.size(), at + batch)));
-      current = apply_node_changes(current, nullptr, part, bench::db());
+      current = apply_node_changes(current, part, bench::db());
     }
     benchmark::DoNotOptimize(current);
   }
@@ -97,7 +97,7 @@ void BM_EvaluateDuringRollout(benchmark::State& state) {
   ServerState server(std::make_shared<const CompatDb>(bench::db()),
                      std::make_shared<const Policy>(),
                      std::make_shared<const Inventory>(
-                         apply_node_changes(bench::inventory(count), nullptr, {}, bench::db())));
+                         apply_node_changes(bench::inventory(count), {}, bench::db())));
   std::atomic<bool> done{false};
   std::atomic<int> published{0};
   std::thread writer([&] {
@@ -107,7 +107,7 @@ void BM_EvaluateDuringRollout(benchmark::State& state) {
             events.begin() + static_cast<std::ptrdiff_t>(at),
             events.begin() + static_cast<std::ptrdiff_t>(std::min(events.size(), at + 100)));
         auto next = std::make_shared<const Inventory>(
-            apply_node_changes(*server.snapshot()->inventory, nullptr, part, bench::db()));
+            apply_node_changes(*server.snapshot()->inventory, part, bench::db()));
         server.set_inventory(std::move(next));
         published.fetch_add(1);
       }

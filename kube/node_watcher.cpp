@@ -154,7 +154,6 @@ void NodeWatcher::perform(WatchAction action) {
     });
     return;
   }
-  if (action.kind == WatchAction::Kind::list && action.token.empty()) listed_.clear();
 
   const ClusterConfig& config = credentials_.config();
   auto credentials = credentials_.current(unix_now());
@@ -369,10 +368,10 @@ void NodeWatcher::finish(const std::shared_ptr<Request>& request, boost::system:
   for (const Error& skipped : page->skipped) {
     spdlog::warn("API server: node list: left out {}", skipped.str());
   }
-  for (Node& node : page->nodes) listed_.push_back(std::move(node));
+  const bool first = request->action.token.empty();
   WatchAction next = protocol_.page(page->continue_token, page->resource_version);
-  if (next.kind == WatchAction::Kind::watch && handlers_.on_list) {
-    handlers_.on_list(std::exchange(listed_, {}), page->resource_version);
+  if (handlers_.on_page) {
+    handlers_.on_page(std::move(page->nodes), first, next.kind == WatchAction::Kind::watch);
   }
   perform(std::move(next));
 }

@@ -3,8 +3,10 @@
 // HTTPS with Boost.Beast on the caller's io_context, one request at a
 // time, on a strand of its own.
 //
-// A list is handed on whole (on_list, once its last page arrived: the
-// inventory it replaces never mixes two lists); watch events are handed on
+// A list is handed on a page at a time (on_page), so that the fleet is never
+// held as Node objects whole; `first` starts a list (a relist starts again
+// from its first page), and the list is complete with `last`: the receiver
+// keeps serving the previous list until then. Watch events are handed on
 // as they are decoded, a read's worth at a time (on_changes). Both are
 // called on the watcher's strand; the receiver must not block it for long.
 // on_step reports each list and watch started and each wait, for metrics
@@ -40,7 +42,7 @@ struct NodeChange {
 };
 
 struct NodeWatcherHandlers {
-  std::function<void(std::vector<Node> nodes, const std::string& resource_version)> on_list;
+  std::function<void(std::vector<Node> nodes, bool first, bool last)> on_page;
   std::function<void(std::vector<NodeChange> changes)> on_changes;
   std::function<void(const WatchAction& action)> on_step;
 };
@@ -77,7 +79,6 @@ class NodeWatcher {
   WatchProtocol protocol_;
   boost::asio::steady_timer wait_timer_;
   std::shared_ptr<Request> current_;
-  std::vector<Node> listed_;  // the pages of the list in progress
   bool stopped_ = false;
 };
 

@@ -11,25 +11,19 @@
 
 namespace cudagate {
 
-Inventory apply_node_changes(const Inventory& old, const std::vector<Node>* list,
-                             const std::vector<kube::NodeChange>& changes, const CompatDb& db) {
+Inventory apply_node_changes(const Inventory& old, const std::vector<kube::NodeChange>& changes,
+                             const CompatDb& db) {
   // The last word on each node named by an event: its new form, or removed.
   std::unordered_map<std::string_view, const kube::NodeChange*> last;
   last.reserve(changes.size());
   for (const auto& change : changes) last[change.name] = &change;
 
   InventoryBuilder builder(db);
-  if (list != nullptr) {
-    for (const Node& node : *list) {
-      if (!last.contains(node.name)) builder.add(node);
-    }
-  } else {
-    Node node;
-    for (std::size_t i = 0; i < old.size(); ++i) {
-      if (last.contains(old.node_name(i))) continue;
-      old.node_into(i, node);
-      builder.add(node, &old.groups()[old.group_of(i)].facts);
-    }
+  Node node;
+  for (std::size_t i = 0; i < old.size(); ++i) {
+    if (last.contains(old.node_name(i))) continue;
+    old.node_into(i, node);
+    builder.add(node, &old.groups()[old.group_of(i)].facts);
   }
   for (const auto& change : changes) {
     // Each node once, in event order, as its last change left it.
@@ -49,12 +43,25 @@ LiveInventory::LiveInventory(boost::asio::any_io_executor executor,
       publish_(std::move(publish)),
       timer_(executor) {}
 
-void LiveInventory::replace_all(std::vector<Node> nodes) {
-  const std::lock_guard lock(mutex_);
-  pending_list_ = std::move(nodes);
-  pending_changes_.clear();  // the list supersedes what came before it
-  // A list is the first sync or a relist: publish it without waiting.
-  schedule(std::chrono::milliseconds(0));
+void LiveInventory::add_page(std::vector<Node> nodes, bool first, bool last) {
+  {
+    const std::lock_guard lock(mutex_);
+    if (stopped_) return;
+    // The list supersedes the events before it (the watch that sent them ended).
+    if (first) pending_changes_.clear();
+  }
+  boost::asio::post(executor_, [this, nodes = std::move(nodes), first, last] {
+    if (first || !listing_) listing_ = std::make_unique<InventoryBuilder>(*db_);
+    for (const Node& node : nodes) listing_->add(node);
+    if (!last) return;
+    current_ = std::make_shared<const Inventory>(listing_->finish());
+    listing_.reset();
+    {
+      const std::lock_guard lock(mutex_);
+      if (stopped_) return;
+    }
+    publish_(Update{current_, true, 0});
+  });
 }
 
 void LiveInventory::apply(std::vector<kube::NodeChange> changes) {
@@ -84,29 +91,22 @@ void LiveInventory::schedule(std::chrono::milliseconds delay) {
 }
 
 void LiveInventory::rebuild() {
-  std::optional<std::vector<Node>> list;
   std::vector<kube::NodeChange> changes;
   {
     const std::lock_guard lock(mutex_);
     scheduled_ = false;
     if (stopped_) return;
-    list = std::move(pending_list_);
-    pending_list_.reset();
     changes = std::exchange(pending_changes_, {});
   }
-  if (!list && changes.empty()) return;
-  const bool from_list = list.has_value();
-
+  if (changes.empty()) return;
   const auto start = std::chrono::steady_clock::now();
-  current_ = std::make_shared<const Inventory>(
-      apply_node_changes(*current_, list ? &*list : nullptr, changes, *db_));
-  list.reset();
+  current_ = std::make_shared<const Inventory>(apply_node_changes(*current_, changes, *db_));
   {
     const std::lock_guard lock(mutex_);
     last_build_ = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::steady_clock::now() - start);
   }
-  publish_(Update{current_, from_list, changes.size()});
+  publish_(Update{current_, false, changes.size()});
 }
 
 }  // namespace cudagate

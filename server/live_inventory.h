@@ -15,7 +15,8 @@
 // copied over from its compact form and only the nodes named by events
 // are read anew, so no second copy of the fleet's Node objects is kept.
 //
-// replace_all() and apply() may be called from any thread; they only queue.
+// add_page(), replace_all() and apply() may be called from any thread; they
+// only queue.
 // Building and publish run on `executor` (one thread: the server's reload
 // thread), never on an I/O thread.
 
@@ -26,7 +27,6 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <vector>
 
 #include "compat-db/compat_db.h"
@@ -36,11 +36,10 @@
 
 namespace cudagate {
 
-// `old` with `changes` applied, in order (the last change of a node wins),
-// or, with `list`, exactly the nodes of `list` with `changes` applied after
-// it. Unchanged nodes are copied from `old`'s compact form with the GPU
-// facts of their group, so only the changed nodes' facts are derived again.
-[[nodiscard]] Inventory apply_node_changes(const Inventory& old, const std::vector<Node>* list,
+// `old` with `changes` applied, in order (the last change of a node wins).
+// Unchanged nodes are copied from `old`'s compact form with the GPU facts
+// of their group, so only the changed nodes' facts are derived again.
+[[nodiscard]] Inventory apply_node_changes(const Inventory& old,
                                            const std::vector<kube::NodeChange>& changes,
                                            const CompatDb& db);
 
@@ -58,8 +57,13 @@ class LiveInventory {
   LiveInventory(boost::asio::any_io_executor executor, std::shared_ptr<const CompatDb> db,
                 std::chrono::milliseconds coalesce, Publish publish);
 
-  // A whole list: the next inventory holds exactly these nodes.
-  void replace_all(std::vector<Node> nodes);
+  // A page of a list: `first` begins it (dropping a list begun before and
+  // the events queued before it), `last` ends it, and the next inventory
+  // holds exactly the nodes of its pages. Pages are indexed as they come,
+  // so a large list is never held as Node objects.
+  void add_page(std::vector<Node> nodes, bool first, bool last);
+  // A whole list in one page.
+  void replace_all(std::vector<Node> nodes) { add_page(std::move(nodes), true, true); }
   // Watch events, in order; folded in after any list queued before them.
   void apply(std::vector<kube::NodeChange> changes);
 
@@ -77,14 +81,14 @@ class LiveInventory {
   boost::asio::steady_timer timer_;
 
   std::mutex mutex_;  // guards what follows
-  std::optional<std::vector<Node>> pending_list_;
   std::vector<kube::NodeChange> pending_changes_;
   bool scheduled_ = false;
   bool stopped_ = false;
 
   // On the executor only: the last inventory published.
   std::shared_ptr<const Inventory> current_ = std::make_shared<const Inventory>();
-  std::chrono::milliseconds last_build_{0};  // guarded by mutex_
+  std::unique_ptr<InventoryBuilder> listing_;  // the list being received
+  std::chrono::milliseconds last_build_{0};    // guarded by mutex_
 };
 
 }  // namespace cudagate

@@ -220,8 +220,8 @@ std::optional<Error> serve(const ServeSettings& settings) {
           if (update.from_list) state.set_inventory_synced();
         });
     kube::NodeWatcherHandlers handlers;
-    handlers.on_list = [&](std::vector<Node> nodes, const std::string&) {
-      live_inventory->replace_all(std::move(nodes));
+    handlers.on_page = [&](std::vector<Node> nodes, bool first, bool last) {
+      live_inventory->add_page(std::move(nodes), first, last);
     };
     handlers.on_changes = [&](std::vector<kube::NodeChange> changes) {
       live_inventory->apply(std::move(changes));
