@@ -17,8 +17,6 @@ import copy
 import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,10 +25,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(SOURCE, "tests", "e2e"))
 
+import kube_watch_test  # noqa: E402
 import server_test  # noqa: E402
 from apiserver_double import ApiServerDouble, realistic_node  # noqa: E402
-from harness import free_port  # noqa: E402
-from server_test import client_context, metric_value  # noqa: E402
+from server_test import poll_until  # noqa: E402
 
 
 def peak_rss_mib(pid):
@@ -39,17 +37,6 @@ def peak_rss_mib(pid):
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) / 1024
     return float("nan")
-
-
-def get(port, certs, path):
-    import http.client
-    conn = http.client.HTTPSConnection("127.0.0.1", port, context=client_context(certs), timeout=30)
-    try:
-        conn.request("GET", path)
-        res = conn.getresponse()
-        return res.status, res.read().decode()
-    finally:
-        conn.close()
 
 
 def measure(binary, count, workdir, certs):
@@ -72,24 +59,14 @@ contexts: [{{name: bench, context: {{cluster: double, user: bench}}}}]
 clusters: [{{name: double, cluster: {{server: '{api.url}', certificate-authority: {certs}/ca.crt}}}}]
 users: [{{name: bench, user: {{token: bench-token}}}}]
 """)
-    port = free_port()
-    log = open(os.path.join(workdir, f"cudagate-{count}.log"), "wb")
+    kube_watch_test.BINARY = binary
+    kube_watch_test.TIMEOUT = 600
+    webhook = kube_watch_test.Webhook(workdir, certs, config)
     start = time.monotonic()
-    proc = subprocess.Popen([binary, "serve", "--listen", f"127.0.0.1:{port}",
-                             "--tls-cert", f"{certs}/server.crt", "--tls-key", f"{certs}/server.key",
-                             "--kubeconfig", config, "--threads", "1", "--log-level", "warn"],
-                            stdout=log, stderr=log)
     try:
-        deadline = time.monotonic() + 600
-        while time.monotonic() < deadline:
-            try:
-                if get(port, certs, "/readyz")[0] == 200:
-                    break
-            except OSError:
-                pass
-            time.sleep(0.01)
+        webhook.start(wait_ready=True)
         ready = time.monotonic() - start
-        rss_ready = peak_rss_mib(proc.pid)
+        rss_ready = peak_rss_mib(webhook.proc.pid)
 
         # The rollout: 1,000 nodes relabelled with driver 570 (CUDA 12.8).
         names = sorted(api.nodes)[:1000]
@@ -108,18 +85,13 @@ users: [{{name: bench, user: {{token: bench-token}}}}]
         sent = time.monotonic() - rollout_start
         sent_at = time.time()
         # Applied once an inventory was published after the last event was sent.
-        while time.monotonic() < deadline:
-            text = get(port, certs, "/metrics")[1]
-            if (metric_value(text, "cudagate_inventory_last_sync_timestamp_seconds") or 0) >= sent_at:
-                break
-            time.sleep(0.01)
+        poll_until(lambda: (webhook.metric("cudagate_inventory_last_sync_timestamp_seconds")
+                            or 0) >= sent_at, 600, "the rollout to be applied")
         applied = time.monotonic() - rollout_start
-        rss_after = peak_rss_mib(proc.pid)
+        rss_after = peak_rss_mib(webhook.proc.pid)
         return ready, rss_ready, sent, applied, rss_after
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=60)
-        log.close()
+        webhook.stop()
         api.stop()
 
 
