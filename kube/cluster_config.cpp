@@ -151,7 +151,7 @@ Expected<ClusterConfig> read_kubeconfig(const YAML::Node& root, const std::strin
   if (!root.IsMap())
     return Error{path, "expected a kubeconfig (a map with clusters, users, contexts)"};
   auto current = string_field(root, "current-context", path);
-  if (!current) return current.error().within("");
+  if (!current) return current.error();
   if (current->empty()) {
     return Error{path + ": current-context",
                  "is not set (kubectl config use-context NAME sets it)"};
