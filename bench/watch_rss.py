@@ -95,7 +95,7 @@ users: [{{name: bench, user: {{token: bench-token}}}}]
 """)
     kube_watch_test.BINARY = binary
     kube_watch_test.TIMEOUT = 600
-    webhook = kube_watch_test.Webhook(workdir, certs, config)
+    webhook = kube_watch_test.Webhook(workdir, certs, config, log_level="warn", threads=1)
     start = time.monotonic()
     try:
         webhook.start(wait_ready=True)

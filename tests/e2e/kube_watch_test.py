@@ -159,7 +159,9 @@ def json_patch(document, patch):
 class Webhook:
     """One `cudagate serve --kubeconfig` process."""
 
-    def __init__(self, workdir, certs, config_path):
+    def __init__(self, workdir, certs, config_path, log_level="debug", threads=2):
+        self.log_level = log_level
+        self.threads = threads
         self.workdir = workdir
         self.certs = certs
         self.config_path = config_path
@@ -172,8 +174,8 @@ class Webhook:
         cmd = [BINARY, "serve", "--listen", f"127.0.0.1:{self.port}",
                "--tls-cert", os.path.join(self.certs, "server.crt"),
                "--tls-key", os.path.join(self.certs, "server.key"),
-               "--kubeconfig", self.config_path, "--threads", "2",
-               "--log-format", "json", "--log-level", "debug"]
+               "--kubeconfig", self.config_path, "--threads", str(self.threads),
+               "--log-format", "json", "--log-level", self.log_level]
         log = open(self.log_path, "ab")
         env = dict(os.environ)
         env.pop("KUBECONFIG", None)
