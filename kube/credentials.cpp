@@ -278,6 +278,10 @@ Expected<Credentials> CredentialSource::current(std::int64_t now) {
   return out;
 }
 
+bool CredentialSource::exec_due(std::int64_t now) const {
+  return config_.exec && (!exec_ || (exec_->expires_at && *exec_->expires_at <= now));
+}
+
 void CredentialSource::invalidate() {
   exec_.reset();
   token_mtime_ns_ = -1;

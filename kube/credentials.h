@@ -10,14 +10,17 @@
 // unreadable file is an Error naming it.
 //
 // Not thread-safe: one CredentialSource belongs to one watcher, which uses
-// it from its strand. current() may block while an exec plugin runs (at most
-// kExecTimeout).
+// it from its strand. current() runs an exec plugin itself when it must (and
+// blocks while it runs, at most kExecTimeout); a caller that must not block
+// asks exec_due() first, runs the plugin elsewhere and hands its result to
+// set_exec().
 
 #include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "kube/cluster_config.h"
 #include "types/expected.h"
@@ -64,6 +67,11 @@ class CredentialSource {
   // The server refused the last credentials (401): an exec plugin runs again
   // and a token file is read again on the next current().
   void invalidate();
+
+  // Whether current() would run the exec plugin now.
+  [[nodiscard]] bool exec_due(std::int64_t now) const;
+  // The plugin's credential, run by the caller.
+  void set_exec(ExecCredential credential) { exec_ = std::move(credential); }
 
   [[nodiscard]] const ClusterConfig& config() const { return config_; }
 

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <exception>
 #include <optional>
+#include <thread>
 #include <utility>
 
 #include "kube/event_stream.h"
@@ -124,7 +125,9 @@ NodeWatcher::NodeWatcher(net::any_io_executor executor, ClusterConfig config,
       protocol_(options),
       wait_timer_(strand_) {}
 
-NodeWatcher::~NodeWatcher() = default;
+NodeWatcher::~NodeWatcher() {
+  if (exec_thread_.joinable()) exec_thread_.join();
+}
 
 void NodeWatcher::start() {
   net::post(strand_, [this] { perform(protocol_.start()); });
@@ -155,7 +158,35 @@ void NodeWatcher::perform(WatchAction action) {
     return;
   }
 
+  send(std::move(action));
+}
+
+void NodeWatcher::send(WatchAction action) {
   const ClusterConfig& config = credentials_.config();
+  if (credentials_.exec_due(unix_now())) {
+    if (exec_thread_.joinable()) exec_thread_.join();  // the previous run, finished
+    exec_thread_ = std::thread([this, plugin = *config.exec, action = std::move(action)] {
+      auto credential = run_exec_plugin(plugin, kExecTimeout);
+      net::post(strand_, [this, credential = std::move(credential), action]() mutable {
+        if (stopped_) return;
+        if (!credential) {
+          spdlog::error("API server {}: no credentials: {}", credentials_.config().server.host,
+                        credential.error().str());
+          perform(protocol_.transport_error());
+          return;
+        }
+        credentials_.set_exec(std::move(*credential));
+        if (credentials_.exec_due(unix_now())) {
+          spdlog::error("API server {}: the exec plugin's credential has already expired",
+                        credentials_.config().server.host);
+          perform(protocol_.transport_error());
+          return;
+        }
+        send(std::move(action));
+      });
+    });
+    return;
+  }
   auto credentials = credentials_.current(unix_now());
   if (!credentials) {
     spdlog::error("API server {}: no credentials: {}", config.server.host,

@@ -12,9 +12,13 @@
 // on_step reports each list and watch started and each wait, for metrics
 // and logs.
 //
+// An exec credential plugin runs on a thread of its own, and the request
+// waits for its credential without holding an I/O thread.
+//
 // Lifetime: the NodeWatcher must outlive the io_context's run(); stop()
 // cancels the request in flight and the wait, after which no handler is
-// called. Requests hold the connection they use, never the watcher's
+// called; the destructor waits for a plugin still running (kExecTimeout at
+// most). Requests hold the connection they use, never the watcher's
 // members, past stop().
 
 #include <boost/asio/any_io_executor.hpp>
@@ -25,6 +29,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "kube/cluster_config.h"
@@ -63,6 +68,8 @@ class NodeWatcher {
  private:
   struct Request;
   void perform(WatchAction action);
+  // Sends the list or watch request of `action` (after the exec plugin, when due).
+  void send(WatchAction action);
   // True when `request` was cancelled or `ec` failed it (then logged and
   // retried after a wait).
   bool failed(const std::shared_ptr<Request>& request, const boost::system::error_code& ec,
@@ -79,6 +86,8 @@ class NodeWatcher {
   WatchProtocol protocol_;
   boost::asio::steady_timer wait_timer_;
   std::shared_ptr<Request> current_;
+  // Runs an exec credential plugin off the I/O threads; joined on destruction.
+  std::thread exec_thread_;
   bool stopped_ = false;
 };
 

@@ -504,6 +504,37 @@ class CredentialsTest(KubeTestCase):
         webhook = self.webhook(user)
         self.assertEqual(webhook.metric("cudagate_inventory_nodes", state="total"), 13)
 
+    def plugin(self, status):
+        """An exec plugin that appends the time of each run to plugin-calls
+        and prints an ExecCredential with `status`."""
+        calls = os.path.join(self.dir, "plugin-calls")
+        write(os.path.join(self.dir, "status-plugin"), "\n".join([
+            f"#!{sys.executable}",
+            "import json, time",
+            f"open({calls!r}, 'a').write(f'{{time.monotonic()}}\\n')",
+            "print(json.dumps({'kind': 'ExecCredential',",
+            "                  'apiVersion': 'client.authentication.k8s.io/v1',",
+            f"                  'status': {status!r}}}))",
+        ]) + "\n", mode=0o700)
+        return calls, ["exec:", "  apiVersion: client.authentication.k8s.io/v1",
+                       "  command: ./status-plugin"]
+
+    def test_exec_plugin_with_an_expired_credential_backs_off(self):
+        calls, user = self.plugin({"token": "token-one",
+                                   "expirationTimestamp": "2020-01-01T00:00:00Z"})
+        webhook = self.webhook(user, wait_ready=False)
+
+        def runs():
+            with open(calls) as f:
+                return [float(t) for t in f.read().split()]
+        poll_until(lambda: os.path.exists(calls) and len(runs()) >= 3, TIMEOUT,
+                   "three runs of the plugin")
+        times = runs()
+        # Backoff between runs (0.25-0.5 s, then 0.5-1 s), not a busy loop.
+        self.assertGreaterEqual(times[2] - times[0], 0.7, times)
+        self.assertEqual(webhook.get("/readyz")[0], 503)
+        self.assertEqual(self.lists(), [], "no request with an expired credential")
+
     def test_exec_plugin(self):
         calls = os.path.join(self.dir, "plugin-calls")
         plugin = write(os.path.join(self.dir, "credential-plugin"), "\n".join([
