@@ -169,17 +169,23 @@ class Webhook:
         self.proc = None
         self.port = None
 
-    def start(self, wait_ready=True):
-        self.port = free_port()
-        cmd = [BINARY, "serve", "--listen", f"127.0.0.1:{self.port}",
-               "--tls-cert", os.path.join(self.certs, "server.crt"),
-               "--tls-key", os.path.join(self.certs, "server.key"),
-               "--kubeconfig", self.config_path, "--threads", str(self.threads),
-               "--log-format", "json", "--log-level", self.log_level]
-        log = open(self.log_path, "ab")
+    def command(self):
+        return [BINARY, "serve", "--listen", f"127.0.0.1:{self.port}",
+                "--tls-cert", os.path.join(self.certs, "server.crt"),
+                "--tls-key", os.path.join(self.certs, "server.key"),
+                "--kubeconfig", self.config_path, "--threads", str(self.threads),
+                "--log-format", "json", "--log-level", self.log_level]
+
+    def environment(self):
         env = dict(os.environ)
         env.pop("KUBECONFIG", None)
-        self.proc = subprocess.Popen(cmd, stdout=log, stderr=log, env=env)
+        return env
+
+    def start(self, wait_ready=True):
+        self.port = free_port()
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(self.command(), stdout=log, stderr=log,
+                                     env=self.environment())
         log.close()
         poll_until(self.serving, TIMEOUT, "the webhook to answer /healthz")
         if wait_ready:
@@ -560,6 +566,69 @@ class CredentialsTest(KubeTestCase):
         self.assertTrue(all(r["token"] == "token-one" for r in self.lists()))
         with open(calls) as f:
             self.assertEqual(f.read().split(), ["double"], "run once, its token reused")
+
+
+def can_unshare():
+    try:
+        return subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
+                               "mount -t tmpfs tmpfs /run"], capture_output=True,
+                              timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+class InClusterWebhook(Webhook):
+    """`cudagate serve --in-cluster` with the service account folder at its
+    standard path, /var/run/secrets/kubernetes.io/serviceaccount, in a mount
+    namespace of its own, where it is a link to `sa_dir`."""
+
+    def __init__(self, workdir, certs, sa_dir, api_port):
+        super().__init__(workdir, certs, None)
+        self.sa_dir = sa_dir
+        self.api_port = api_port
+
+    def command(self):
+        serve = super().command()
+        at = serve.index("--kubeconfig")
+        serve[at:at + 2] = ["--in-cluster"]
+        script = ("mount -t tmpfs tmpfs /run && mkdir -p /run/secrets/kubernetes.io && "
+                  f"ln -s {self.sa_dir} /run/secrets/kubernetes.io/serviceaccount && "
+                  'exec "$@"')
+        return ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", script, "sh",
+                *serve]
+
+    def environment(self):
+        env = super().environment()
+        env.update({"KUBERNETES_SERVICE_HOST": "127.0.0.1",
+                    "KUBERNETES_SERVICE_PORT": str(self.api_port)})
+        return env
+
+
+@unittest.skipUnless(shutil.which("unshare") and can_unshare(),
+                     "needs unshare with user and mount namespaces")
+class InClusterTest(KubeTestCase):
+    page_size = 500
+
+    def test_service_account_token_and_rotation(self):
+        sa = os.path.join(self.dir, "serviceaccount")
+        os.mkdir(sa)
+        shutil.copy(os.path.join(self.certs, "ca.crt"), os.path.join(sa, "ca.crt"))
+        write(os.path.join(sa, "token"), "token-one")
+        webhook = InClusterWebhook(self.dir, self.certs, sa, self.api.port)
+        self.webhooks.append(webhook)
+        webhook.start()
+        self.assertEqual(webhook.metric("cudagate_inventory_nodes", state="total"), 13)
+        self.assertTrue(all(r["token"] == "token-one" for r in self.lists()))
+        poll_until(self.watches, TIMEOUT, "a watch request")
+        # The kubelet rotates the bound token: it writes a new file and the
+        # old token stops working.
+        write(os.path.join(sa, "token"), "token-two")
+        self.api.tokens = {"token-two"}
+        self.api.drop_watches()
+        poll_until(lambda: any(w["token"] == "token-two" for w in self.watches()), TIMEOUT,
+                   "a watch with the rotated token")
+        self.api.put(upgraded(by_name(self.nodes, T4_NODE), "550.90.07", "12.4"))
+        webhook.wait_verdict(CUDA124_ON_T4, "pass", "the change seen with the rotated token")
 
 
 class FlagsTest(unittest.TestCase):
