@@ -444,6 +444,12 @@ void Inventory::node_into(std::size_t i, Node& out) const {
   }
 }
 
+std::optional<std::size_t> Inventory::index_of(std::string_view name) const {
+  const auto it = by_name_.find(name);
+  if (it == by_name_.end()) return std::nullopt;
+  return it->second;
+}
+
 const std::string* Inventory::node_label(std::size_t i, std::string_view key) const {
   const auto first = node_labels_.begin() + label_begin_[i];
   const auto last = node_labels_.begin() + label_begin_[i + 1];

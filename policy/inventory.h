@@ -19,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -65,6 +66,8 @@ class Inventory {
   [[nodiscard]] Node node(std::size_t i) const;
   // The same into `out`, reusing its storage (a rebuild copies every node).
   void node_into(std::size_t i, Node& out) const;
+  // The index of the node named `name`, or nullopt.
+  [[nodiscard]] std::optional<std::size_t> index_of(std::string_view name) const;
   [[nodiscard]] const std::string& node_name(std::size_t i) const {
     return (*strings_)[node_name_[i]];
   }

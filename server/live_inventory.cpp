@@ -11,6 +11,34 @@
 
 namespace cudagate {
 
+std::vector<kube::NodeChange> relevant_changes(std::vector<kube::NodeChange> changes,
+                                               const Inventory& current) {
+  // A batch applies each node's last change (apply_node_changes), so a node
+  // counts when its last change makes it differ from `current`.
+  std::unordered_map<std::string, const kube::NodeChange*> last;
+  for (const auto& change : changes) last[change.name] = &change;
+  std::unordered_map<std::string, bool> counts;
+  Node now;
+  for (const auto& [name, change] : last) {
+    const auto index = current.index_of(name);
+    bool differs = true;
+    if (change->kind == kube::NodeChange::Kind::remove) {
+      differs = index.has_value();
+    } else if (index) {
+      current.node_into(*index, now);
+      const Node& next = change->node;
+      differs = !(now.labels == next.labels && now.taints == next.taints &&
+                  now.unschedulable == next.unschedulable && now.allocatable == next.allocatable);
+    }
+    counts.emplace(name, differs);
+  }
+  std::vector<kube::NodeChange> out;
+  for (auto& change : changes) {
+    if (counts.at(change.name)) out.push_back(std::move(change));
+  }
+  return out;
+}
+
 Inventory apply_node_changes(const Inventory& old, const std::vector<kube::NodeChange>& changes,
                              const CompatDb& db) {
   // The last word on each node named by an event: its new form, or removed.
@@ -98,6 +126,8 @@ void LiveInventory::rebuild() {
     if (stopped_) return;
     changes = std::exchange(pending_changes_, {});
   }
+  const std::size_t received = changes.size();
+  changes = relevant_changes(std::move(changes), *current_);
   if (changes.empty()) return;
   const auto start = std::chrono::steady_clock::now();
   current_ = std::make_shared<const Inventory>(apply_node_changes(*current_, changes, *db_));
@@ -106,7 +136,7 @@ void LiveInventory::rebuild() {
     last_build_ = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::steady_clock::now() - start);
   }
-  publish_(Update{current_, false, changes.size()});
+  publish_(Update{current_, false, received});
 }
 
 }  // namespace cudagate

@@ -36,6 +36,13 @@
 
 namespace cudagate {
 
+// `changes` without those that change nothing a decision reads: a MODIFIED
+// node whose labels, taints, cordon and extended resources are as `current`
+// has them (most Node updates are status: conditions, images, heartbeats),
+// and the removal of a node it does not have.
+[[nodiscard]] std::vector<kube::NodeChange> relevant_changes(std::vector<kube::NodeChange> changes,
+                                                             const Inventory& current);
+
 // `old` with `changes` applied, in order (the last change of a node wins).
 // Unchanged nodes are copied from `old`'s compact form with the GPU facts
 // of their group, so only the changed nodes' facts are derived again.
@@ -46,7 +53,9 @@ namespace cudagate {
 class LiveInventory {
  public:
   // What one publish carries: the inventory, whether it came from a whole
-  // list, and how many watch events went into it since the last one.
+  // list, and how many watch events went into it since the last one. Events
+  // that change nothing a decision reads are dropped, and a batch of only
+  // those publishes nothing.
   struct Update {
     std::shared_ptr<const Inventory> inventory;
     bool from_list = false;

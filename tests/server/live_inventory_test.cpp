@@ -126,6 +126,35 @@ TEST_F(LiveInventoryTest, ARelistSupersedesEventsQueuedBeforeIt) {
   EXPECT_EQ(driver_of("stale"), "");
 }
 
+TEST_F(LiveInventoryTest, EventsThatChangeNothingADecisionReadsPublishNothing) {
+  live_.replace_all({gpu_node("a", "535", "12.2"), gpu_node("b", "550", "12.4")});
+  settle();
+  // A status update (the Node as decisions see it is the same), the
+  // removal of a node never seen, and a relabel undone within the batch.
+  live_.apply({upsert(gpu_node("a", "535", "12.2")), removal("never-listed"),
+               upsert(gpu_node("b", "570", "12.8")), upsert(gpu_node("b", "550", "12.4"))});
+  settle();
+  EXPECT_EQ(published_.size(), 1u);
+  live_.apply({upsert(gpu_node("a", "535", "12.2")), upsert(gpu_node("b", "570", "12.8"))});
+  settle();
+  ASSERT_EQ(published_.size(), 2u);
+  EXPECT_EQ(driver_of("b"), "570");
+}
+
+TEST(RelevantChanges, KeepsEveryChangeOfANodeWhoseLastChangeDiffers) {
+  const Inventory current = Inventory::build(
+      {gpu_node("a", "535", "12.2"), gpu_node("b", "550", "12.4")}, test_support::db());
+  Node cordoned = gpu_node("a", "535", "12.2");
+  cordoned.unschedulable = true;
+  const auto kept =
+      relevant_changes({upsert(gpu_node("b", "550", "12.4")), removal("a"), upsert(cordoned),
+                        removal("c"), upsert(gpu_node("d", "550", "12.4"))},
+                       current);
+  std::vector<std::string> names;
+  for (const auto& change : kept) names.push_back(change.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"a", "a", "d"}));
+}
+
 TEST_F(LiveInventoryTest, NothingIsPublishedAfterStop) {
   live_.replace_all({gpu_node("a", "535", "12.2")});
   settle();
