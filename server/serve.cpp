@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <ctime>
 #include <memory>
+#include <random>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -235,7 +236,10 @@ std::optional<Error> serve(const ServeSettings& settings) {
         spdlog::info("API server: retrying in {} ms ({})", action.delay.count(), action.reason);
       }
     };
-    node_watcher.emplace(ioc.get_executor(), *settings.cluster, std::move(handlers));
+    kube::WatchOptions watch_options;
+    // Replicas (and restarts) retry at different moments.
+    watch_options.seed = std::random_device{}();
+    node_watcher.emplace(ioc.get_executor(), *settings.cluster, std::move(handlers), watch_options);
   }
 
   std::vector<std::string> tls_paths{tls_files.cert, tls_files.key};
