@@ -270,10 +270,10 @@ AdmissionResponse admit(const ReviewRequest<V>& req, RequestDocument& document,
     auto pin = [&] {
       if constexpr (std::is_same_v<V, SimdJsonView>) {
         return pin_affinity(object_for_patch(req.object), *workload, *decision, context.inventory,
-                            context.db, e.pin_reason);
+                            context.db, e.pin_reason, &context.policy);
       } else {
         return pin_affinity(document.get().object, *workload, *decision, context.inventory,
-                            context.db, e.pin_reason);
+                            context.db, e.pin_reason, &context.policy);
       }
     }();
     if (pin) {

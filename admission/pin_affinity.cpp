@@ -5,9 +5,12 @@
 #include <algorithm>
 #include <initializer_list>
 #include <map>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <utility>
+
+#include "admission/rule_pin.h"
 
 namespace cudagate {
 namespace {
@@ -401,8 +404,8 @@ NodeSet compatible_candidates(const Workload& workload, const Decision& decision
 }
 
 Expected<Pin> pin_affinity(const json& object, const Workload& workload, const Decision& decision,
-                           const Inventory& inventory, const CompatDb& db,
-                           std::string_view reason) {
+                           const Inventory& inventory, const CompatDb& db, std::string_view reason,
+                           const Policy* policy) {
   const std::string& base = workload.spec_pointer;
   if (base.size() < 5 || base.compare(base.size() - 5, 5, "/spec") != 0) {
     return Error{base, "expected the JSON pointer of a pod spec"};
@@ -420,6 +423,47 @@ Expected<Pin> pin_affinity(const json& object, const Workload& workload, const D
   const std::size_t existing_terms =
       existing != nullptr && existing->is_array() && !existing->empty() ? existing->size() : 1;
 
+  // The pin of `terms` when the patched pod's candidates are exactly the
+  // compatible candidates of the original (the check the contract asks for).
+  auto verified = [&](std::vector<NodeSelectorTerm> terms, std::string keys_used,
+                      std::string_view annotation) -> Expected<std::optional<Pin>> {
+    json combined = combined_terms(existing, terms);
+    json pod = {{"apiVersion", "v1"},
+                {"kind", "Pod"},
+                {"metadata", {{"name", "pin-check"}}},
+                {"spec", patched_spec(*spec, combined)}};
+    auto patched = workload_from_json(pod, "pinned pod");
+    if (!patched) return patched.error();
+    if (!(inventory.candidates(patched->spec) == wanted)) return std::optional<Pin>();
+    Pin pin;
+    pin.nodes = wanted.count();
+    pin.scheme = std::move(keys_used);
+    pin.terms = std::move(terms);
+    pin.patch = json::array();
+    pin.patch.push_back(affinity_op(*spec, base, std::move(combined)));
+    pin.patch.push_back(annotation_op(object, base, annotation));
+    return std::optional<Pin>(std::move(pin));
+  };
+
+  std::string exact_annotation(reason);
+  if (policy != nullptr) {
+    auto rule = rule_pin_terms(decision, *policy, db, inventory.has_label_key(kCudaRuntimeMajor));
+    std::string why;
+    if (!rule) {
+      why = rule.error().message;
+    } else if (rule->terms.size() * existing_terms > kMaxPinnedTerms) {
+      why = "the pinned affinity would have too many terms";
+    } else {
+      auto pin = verified(std::move(rule->terms), std::move(rule->keys), reason);
+      if (!pin) return pin.error();
+      if (*pin) return std::move(**pin);
+      why =
+          "the rules' label ranges select other nodes than the compatible ones (some nodes "
+          "lack GPU Feature Discovery's numeric labels)";
+    }
+    exact_annotation += " (pinned on today's exact values: " + why + ")";
+  }
+
   std::string failures;
   for (const Scheme scheme : schemes_for(decision)) {
     for (const bool sampled : {true, false}) {
@@ -434,25 +478,9 @@ Expected<Pin> pin_affinity(const json& object, const Workload& workload, const D
         if (scheme == Scheme::names) failures += "the pinned affinity would have too many terms";
         break;
       }
-      json combined = combined_terms(existing, *terms);
-      // The check the contract asks for: the patched pod's candidates are
-      // exactly the compatible candidates of the original.
-      json pod = {{"apiVersion", "v1"},
-                  {"kind", "Pod"},
-                  {"metadata", {{"name", "pin-check"}}},
-                  {"spec", patched_spec(*spec, combined)}};
-      auto patched = workload_from_json(pod, "pinned pod");
-      if (!patched) return patched.error();
-      if (!(inventory.candidates(patched->spec) == wanted)) continue;
-
-      Pin pin;
-      pin.nodes = wanted.count();
-      pin.scheme = std::move(keys_used);
-      pin.terms = std::move(*terms);
-      pin.patch = json::array();
-      pin.patch.push_back(affinity_op(*spec, base, std::move(combined)));
-      pin.patch.push_back(annotation_op(object, base, reason));
-      return pin;
+      auto pin = verified(std::move(*terms), std::move(keys_used), exact_annotation);
+      if (!pin) return pin.error();
+      if (*pin) return std::move(**pin);
     }
   }
   return Error{

@@ -7,7 +7,14 @@
 // (matchExpressions concatenated, matchFields kept); with no existing terms
 // the pin terms alone. It also sets the annotation cudagate.io/pinned.
 //
-// Pin terms are written on node labels, so nodes added later with the same
+// Given the policy the decision was made under, pin terms are first written
+// on the rules' facts as label ranges (admission/rule_pin.h), so that they
+// keep selecting exactly the nodes that can run the workload after a driver
+// rollout. Where that cannot be done, or the ranges would not select
+// exactly today's compatible candidates, the pin is written on today's
+// exact values, and the annotation says why.
+//
+// Exact pin terms are written on node labels, so nodes added later with the same
 // facts are judged by the same rule: the labels the compatible nodes' GPU
 // facts were read from (GPU Feature Discovery driver and compute capability
 // labels, cudagate.io/* labels, the product or cloud accelerator label),
@@ -33,6 +40,7 @@
 #include "policy/inventory.h"
 #include "policy/node_set.h"
 #include "policy/pod.h"
+#include "policy/policy.h"
 #include "types/expected.h"
 
 namespace cudagate {
@@ -51,11 +59,14 @@ struct Pin {
 
 // `object` is the workload's object as received (a Pod or a controller);
 // `workload` was read from it; `decision` is its partial decision against
-// `inventory`. `reason` is the value of the annotation cudagate.io/pinned.
-// An Error says why the compatible nodes cannot be selected exactly.
+// `inventory`. `reason` is the value of the annotation cudagate.io/pinned
+// (with the reason for exact values appended to it when rule ranges were
+// tried and could not be used). `policy`: the decision's policy, or null to
+// pin on exact values only. An Error says why the compatible nodes cannot be
+// selected exactly.
 Expected<Pin> pin_affinity(const nlohmann::json& object, const Workload& workload,
                            const Decision& decision, const Inventory& inventory, const CompatDb& db,
-                           std::string_view reason);
+                           std::string_view reason, const Policy* policy = nullptr);
 
 // The compatible candidate nodes of `decision`: the workload's candidates
 // that belong to a group the decision found compatible.

@@ -8,12 +8,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "kube/cluster_config.h"
 
 namespace cudagate {
 namespace {
@@ -33,7 +35,29 @@ struct ServeOptions {
   std::string body_timeout = "30s";
   std::string idle_timeout = "120s";
   std::size_t max_connections = ServerLimits{}.max_connections;
+  bool in_cluster = false;
+  std::string kubeconfig;
 };
+
+// The cluster to watch: --in-cluster, --kubeconfig, or $KUBECONFIG when no
+// --nodes file is given; nullopt for a --nodes file.
+std::optional<kube::ClusterConfig> cluster_of(const ServeOptions& options) {
+  const bool file = !options.common.nodes.empty();
+  const int sources =
+      (file ? 1 : 0) + (options.in_cluster ? 1 : 0) + (options.kubeconfig.empty() ? 0 : 1);
+  if (sources > 1) {
+    cli::fail(Error{"--nodes", "give one of --nodes, --in-cluster and --kubeconfig"});
+  }
+  const auto env = kube::process_environment();
+  if (options.in_cluster) {
+    return cli::value_or_fail(kube::in_cluster_config(env, std::string(kube::kServiceAccountDir)));
+  }
+  if (!options.kubeconfig.empty() || (!file && env.contains("KUBECONFIG"))) {
+    const std::string path = cli::value_or_fail(kube::kubeconfig_path(options.kubeconfig, env));
+    return cli::value_or_fail(kube::load_kubeconfig(path));
+  }
+  return std::nullopt;
+}
 
 // Go-style durations ("10s", "1m30s", "500ms"); a bare number is seconds.
 Expected<milliseconds> parse_duration(std::string_view text, const std::string& flag,
@@ -106,6 +130,7 @@ void run_serve(const ServeOptions& options) {
       options.threads != 0 ? options.threads : std::max(1U, std::thread::hardware_concurrency());
   settings.config_path = common.config;
   settings.nodes_path = common.nodes;
+  settings.cluster = cluster_of(options);
   settings.compat_db_path = common.compat_db;
   settings.tls = TlsFiles{options.tls_cert, options.tls_key, options.client_ca};
   if (auto error = serve(settings)) cli::fail(*error);
@@ -163,6 +188,14 @@ void add_serve_command(CLI::App& app) {
                    "Open connections allowed; further ones are closed at once")
       ->type_name("N")
       ->capture_default_str();
+  command->add_flag("--in-cluster", options->in_cluster,
+                    "List and watch the nodes of the cluster this pod runs in (service account "
+                    "token and CA, KUBERNETES_SERVICE_HOST/PORT)");
+  command
+      ->add_option("--kubeconfig", options->kubeconfig,
+                   "List and watch the nodes of the kubeconfig's current context (default with "
+                   "neither --nodes nor --in-cluster: $KUBECONFIG)")
+      ->type_name("FILE");
   command->callback([options] { run_serve(*options); });
 }
 

@@ -261,7 +261,7 @@ std::size_t InventoryBuilder::size() const {
   return state_->inv.node_name_.size();
 }
 
-bool InventoryBuilder::add(const Node& node) {
+bool InventoryBuilder::add(const Node& node, const GpuFacts* known) {
   State& st = *state_;
   Inventory& inv = st.inv;
   const auto i = static_cast<std::uint32_t>(inv.node_name_.size());
@@ -270,7 +270,7 @@ bool InventoryBuilder::add(const Node& node) {
   if (!inv.by_name_.try_emplace(st.view(name), i).second) return false;
   inv.node_name_.push_back(name);
 
-  GpuFacts facts = derive_gpu_facts(node, st.db);
+  GpuFacts facts = known != nullptr ? *known : derive_gpu_facts(node, st.db);
   if (facts.has_gpu) {
     ++inv.gpu_nodes_;
     if (!facts.driver) ++inv.unknown_gpu_nodes_;
@@ -420,19 +420,34 @@ Inventory Inventory::build(const std::vector<Node>& nodes, const CompatDb& db) {
 
 Node Inventory::node(std::size_t i) const {
   Node out;
+  node_into(i, out);
+  return out;
+}
+
+void Inventory::node_into(std::size_t i, Node& out) const {
   out.name = (*strings_)[node_name_[i]];
-  for (std::uint32_t l = label_begin_[i]; l < label_begin_[i + 1]; ++l) {
-    out.labels.emplace_back((*strings_)[node_labels_[l].first],
-                            (*strings_)[node_labels_[l].second]);
+  const std::size_t labels = label_begin_[i + 1] - label_begin_[i];
+  out.labels.resize(labels);
+  for (std::size_t l = 0; l < labels; ++l) {
+    const auto& [key, value] = node_labels_[label_begin_[i] + l];
+    out.labels[l].first = (*strings_)[key];
+    out.labels[l].second = (*strings_)[value];
   }
+  out.taints.clear();
   for (std::uint32_t t = taint_begin_[i]; t < taint_begin_[i + 1]; ++t) {
     out.taints.push_back(taint_kinds_[node_taints_[t]]);
   }
   out.unschedulable = unschedulable_[i];
+  out.allocatable.clear();
   for (std::uint32_t r = resource_begin_[i]; r < resource_begin_[i + 1]; ++r) {
     out.allocatable.emplace_back((*strings_)[node_resources_[r].first], node_resources_[r].second);
   }
-  return out;
+}
+
+std::optional<std::size_t> Inventory::index_of(std::string_view name) const {
+  const auto it = by_name_.find(name);
+  if (it == by_name_.end()) return std::nullopt;
+  return it->second;
 }
 
 const std::string* Inventory::node_label(std::size_t i, std::string_view key) const {

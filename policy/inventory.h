@@ -19,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -63,6 +64,10 @@ class Inventory {
   // Node i as read (a copy: the inventory keeps nodes compactly, each label
   // string once for all nodes). Prefer node_name() and node_label().
   [[nodiscard]] Node node(std::size_t i) const;
+  // The same into `out`, reusing its storage (a rebuild copies every node).
+  void node_into(std::size_t i, Node& out) const;
+  // The index of the node named `name`, or nullopt.
+  [[nodiscard]] std::optional<std::size_t> index_of(std::string_view name) const;
   [[nodiscard]] const std::string& node_name(std::size_t i) const {
     return (*strings_)[node_name_[i]];
   }
@@ -193,7 +198,9 @@ class InventoryBuilder {
   InventoryBuilder& operator=(const InventoryBuilder&) = delete;
 
   // Adds `node`; false, adding nothing, when a node of that name was added.
-  bool add(const Node& node);
+  // `facts`, when given, are the node's GPU facts as derive_gpu_facts gives
+  // them (a node copied from another inventory keeps its group's facts).
+  bool add(const Node& node, const GpuFacts* facts = nullptr);
   [[nodiscard]] std::size_t size() const;
   [[nodiscard]] Inventory finish();
 

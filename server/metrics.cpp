@@ -300,6 +300,13 @@ WebhookMetrics::WebhookMetrics(std::string_view version, std::string_view compat
       reloads_(registry_.counter("cudagate_file_reloads_total",
                                  "Files re-read after a change, by file and result.",
                                  {"file", "result"})),
+      relists_(registry_.counter("cudagate_inventory_relists_total",
+                                 "Node lists from the API server begun again after the first, "
+                                 "by reason (expired: 410 Gone).",
+                                 {"reason"})),
+      watch_restarts_(registry_.counter("cudagate_inventory_watch_restarts_total",
+                                        "Node watches on the API server begun again, by reason.",
+                                        {"reason"})),
       open_connections_(
           registry_.gauge("cudagate_open_connections", "Client connections currently open.")),
       rejected_connections_(registry_.counter(
@@ -357,6 +364,14 @@ void WebhookMetrics::certificate_expiry(double not_after) {
 
 void WebhookMetrics::reload(std::string_view file, std::string_view result) {
   reloads_.add({file, result});
+}
+
+void WebhookMetrics::inventory_relist(std::string_view reason) {
+  relists_.add({reason});
+}
+
+void WebhookMetrics::inventory_watch_restart(std::string_view reason) {
+  watch_restarts_.add({reason});
 }
 
 void WebhookMetrics::connection_opened() {

@@ -132,6 +132,12 @@ class WebhookMetrics : public RegistryObserver {
   // A file re-read after a change: file is "config", "nodes" or "certificate";
   // result is "success" or "error".
   void reload(std::string_view file, std::string_view result);
+  // The API-server node watch (--in-cluster, --kubeconfig): a list begun
+  // again from the first page after the first one (reason "expired": 410
+  // Gone, "error", "throttled"), and a watch begun again after the first
+  // one ("closed", "error", "throttled").
+  void inventory_relist(std::string_view reason);
+  void inventory_watch_restart(std::string_view reason);
   void connection_opened();
   void connection_closed();
   void connection_rejected();
@@ -152,6 +158,8 @@ class WebhookMetrics : public RegistryObserver {
   MetricFamily& cert_expiry_;
   MetricFamily& build_info_;
   MetricFamily& reloads_;
+  MetricFamily& relists_;
+  MetricFamily& watch_restarts_;
   MetricFamily& open_connections_;
   MetricFamily& rejected_connections_;
 };

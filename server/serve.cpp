@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <ctime>
 #include <memory>
+#include <random>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -25,10 +26,12 @@
 #include <vector>
 
 #include "compat-db/compat_db.h"
+#include "kube/node_watcher.h"
 #include "registry/registry_client.h"
 #include "server/cert_store.h"
 #include "server/file_watch.h"
 #include "server/input_files.h"
+#include "server/live_inventory.h"
 #include "server/logging.h"
 #include "server/metrics.h"
 #include "server/node_loader.h"
@@ -44,6 +47,8 @@ using tcp = net::ip::tcp;
 using std::chrono::milliseconds;
 
 constexpr milliseconds kPollInterval{1000};
+// How long watch events gather before they are published as one inventory.
+constexpr milliseconds kCoalesceEvents{100};
 
 std::string endpoint_text(const tcp::endpoint& endpoint) {
   const std::string address = endpoint.address().to_string();
@@ -112,8 +117,11 @@ std::optional<Error> serve(const ServeSettings& settings) {
   const ServerLimits& limits = settings.limits;
   const auto grace = settings.shutdown_grace;
   const unsigned threads = std::max(1U, settings.threads);
-  if (settings.nodes_path.empty()) {
-    return Error{"--nodes", "required: the node inventory file (kubectl get nodes -o yaml)"};
+  const bool live = settings.cluster.has_value();
+  if (settings.nodes_path.empty() && !live) {
+    return Error{"--nodes",
+                 "required: the node inventory file (kubectl get nodes -o yaml), "
+                 "or --in-cluster / --kubeconfig"};
   }
 
   auto loaded_db = load_compat_db_file(settings.compat_db_path);
@@ -122,22 +130,31 @@ std::optional<Error> serve(const ServeSettings& settings) {
   auto loaded_policy = load_policy_file(settings.config_path, *db);
   if (!loaded_policy) return loaded_policy.error();
   auto policy = std::make_shared<const Policy>(std::move(loaded_policy).value());
-  auto loaded_inventory = load_inventory(settings.nodes_path, *db);
-  if (!loaded_inventory) return loaded_inventory.error();
-  auto inventory = std::make_shared<const Inventory>(std::move(loaded_inventory).value());
+  auto inventory = std::make_shared<const Inventory>();
+  if (!live) {
+    auto loaded_inventory = load_inventory(settings.nodes_path, *db);
+    if (!loaded_inventory) return loaded_inventory.error();
+    inventory = std::make_shared<const Inventory>(std::move(loaded_inventory).value());
+  }
   const TlsFiles& tls_files = settings.tls;
   auto loaded_identity = load_tls_identity(tls_files);
   if (!loaded_identity) return loaded_identity.error();
   TlsIdentity identity = std::move(loaded_identity).value();
 
   WebhookMetrics metrics(CUDAGATE_VERSION, db->revision);
-  publish_inventory(*inventory, metrics);
+  if (!live) publish_inventory(*inventory, metrics);
   metrics.certificate_expiry(static_cast<double>(identity.not_after));
   spdlog::info("TLS certificate {} (serial {}) loaded from {}, valid until {}", identity.subject,
                identity.serial, tls_files.cert, utc_text(identity.not_after));
-  spdlog::info("inventory loaded from {}: {} nodes, {} with GPUs, {} with an unknown driver",
-               display_name(settings.nodes_path), inventory->size(), inventory->gpu_nodes(),
-               inventory->unknown_gpu_nodes());
+  if (live) {
+    spdlog::info("inventory: listing and watching the nodes of {} (https://{}:{})",
+                 settings.cluster->source, settings.cluster->server.host,
+                 settings.cluster->server.port);
+  } else {
+    spdlog::info("inventory loaded from {}: {} nodes, {} with GPUs, {} with an unknown driver",
+                 display_name(settings.nodes_path), inventory->size(), inventory->gpu_nodes(),
+                 inventory->unknown_gpu_nodes());
+  }
   ServerState state(db, policy, inventory);
   CertStore certs(tls_files, std::move(identity));
 
@@ -174,22 +191,66 @@ std::optional<Error> serve(const ServeSettings& settings) {
       spdlog::info("policy reloaded from {}", display_name(settings.config_path));
     });
   }
-  watch.watch({settings.nodes_path}, [&] {
-    auto reloaded = load_inventory(settings.nodes_path, *db);
-    if (!reloaded) {
-      metrics.reload("nodes", "error");
-      spdlog::error("inventory not reloaded, keeping the previous one: {}", reloaded.error().str());
-      return;
-    }
-    auto fresh = std::make_shared<const Inventory>(std::move(reloaded).value());
-    publish_inventory(*fresh, metrics);
-    spdlog::info("inventory reloaded from {}: {} nodes, {} with GPUs, {} with an unknown driver",
-                 display_name(settings.nodes_path), fresh->size(), fresh->gpu_nodes(),
-                 fresh->unknown_gpu_nodes());
-    state.set_inventory(std::move(fresh));
-    release_free_memory();  // the previous inventory, when no request holds it any more
-    metrics.reload("nodes", "success");
-  });
+  if (!live)
+    watch.watch({settings.nodes_path}, [&] {
+      auto reloaded = load_inventory(settings.nodes_path, *db);
+      if (!reloaded) {
+        metrics.reload("nodes", "error");
+        spdlog::error("inventory not reloaded, keeping the previous one: {}",
+                      reloaded.error().str());
+        return;
+      }
+      auto fresh = std::make_shared<const Inventory>(std::move(reloaded).value());
+      publish_inventory(*fresh, metrics);
+      spdlog::info("inventory reloaded from {}: {} nodes, {} with GPUs, {} with an unknown driver",
+                   display_name(settings.nodes_path), fresh->size(), fresh->gpu_nodes(),
+                   fresh->unknown_gpu_nodes());
+      state.set_inventory(std::move(fresh));
+      release_free_memory();  // the previous inventory, when no request holds it any more
+      metrics.reload("nodes", "success");
+    });
+
+  std::optional<LiveInventory> live_inventory;
+  std::optional<kube::NodeWatcher> node_watcher;
+  if (live) {
+    live_inventory.emplace(
+        reload_ioc.get_executor(), db, kCoalesceEvents, [&](const LiveInventory::Update& update) {
+          publish_inventory(*update.inventory, metrics);
+          if (update.from_list) {
+            spdlog::info(
+                "inventory listed from the API server: {} nodes, {} with GPUs, {} with "
+                "an unknown driver",
+                update.inventory->size(), update.inventory->gpu_nodes(),
+                update.inventory->unknown_gpu_nodes());
+          } else {
+            spdlog::debug("inventory updated by {} watch events: {} nodes", update.events,
+                          update.inventory->size());
+          }
+          state.set_inventory(update.inventory);
+          if (update.from_list) state.set_inventory_synced();
+        });
+    kube::NodeWatcherHandlers handlers;
+    handlers.on_page = [&](std::vector<Node> nodes, bool first, bool last) {
+      live_inventory->add_page(std::move(nodes), first, last);
+    };
+    handlers.on_changes = [&](std::vector<kube::NodeChange> changes) {
+      live_inventory->apply(std::move(changes));
+    };
+    handlers.on_step = [&](const kube::WatchAction& action) {
+      using Kind = kube::WatchAction::Kind;
+      const bool first = action.reason == "initial" || action.reason == "page";
+      if (action.kind == Kind::list && !first) metrics.inventory_relist(action.reason);
+      if (action.kind == Kind::watch && !first) metrics.inventory_watch_restart(action.reason);
+      if (action.kind == Kind::wait) {
+        spdlog::info("API server: retrying in {} ms ({})", action.delay.count(), action.reason);
+      }
+    };
+    kube::WatchOptions watch_options;
+    // Replicas (and restarts) retry at different moments.
+    watch_options.seed = std::random_device{}();
+    node_watcher.emplace(ioc.get_executor(), *settings.cluster, std::move(handlers), watch_options);
+  }
+
   std::vector<std::string> tls_paths{tls_files.cert, tls_files.key};
   if (!tls_files.client_ca.empty()) tls_paths.push_back(tls_files.client_ca);
   watch.watch(std::move(tls_paths), [&] {
@@ -215,6 +276,8 @@ std::optional<Error> serve(const ServeSettings& settings) {
                  signal == SIGTERM ? "SIGTERM" : "SIGINT", server.open_connections(),
                  grace.count());
     watch.stop();
+    if (node_watcher) node_watcher->stop();
+    if (live_inventory) live_inventory->stop();
     grace_timer.expires_after(grace);
     grace_timer.async_wait([&](const boost::system::error_code& wec) {
       if (wec) return;
@@ -237,7 +300,11 @@ std::optional<Error> serve(const ServeSettings& settings) {
   watch.start();
   std::thread reload_thread([&reload_ioc] { reload_ioc.run(); });
   state.set_certificate_loaded();
-  state.set_inventory_synced();
+  if (node_watcher) {
+    node_watcher->start();
+  } else {
+    state.set_inventory_synced();
+  }
   spdlog::info("cudagate {} serving https://{} with {} threads", CUDAGATE_VERSION,
                endpoint_text(server.local_endpoint()), threads);
 

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "kube/cluster_config.h"
 #include "server/cert_store.h"
 #include "server/tls_server.h"
 #include "types/expected.h"
@@ -20,8 +21,11 @@
 namespace cudagate {
 
 struct ServeSettings {
-  std::string config_path;     // the policy file; empty: the defaults
-  std::string nodes_path;      // the node inventory file; required
+  std::string config_path;  // the policy file; empty: the defaults
+  std::string nodes_path;   // the node inventory file; this or `cluster`
+  // The cluster whose Nodes are listed and watched (--in-cluster,
+  // --kubeconfig) instead of a file; ready once the first list is in.
+  std::optional<kube::ClusterConfig> cluster;
   std::string compat_db_path;  // empty: the embedded matrix
   TlsFiles tls;
   boost::asio::ip::tcp::endpoint endpoint;

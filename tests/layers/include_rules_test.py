@@ -23,9 +23,10 @@ PROJECT = {
     "policy": {"types", "compat-db"},
     "admission": {"types", "compat-db", "policy"},
     "report": {"types", "compat-db", "policy"},
+    "kube": {"types", "compat-db", "policy"},
     "registry": {"types", "compat-db", "policy"},
-    "server": {"types", "compat-db", "policy", "admission", "report", "registry"},
-    "cli": {"types", "compat-db", "policy", "admission", "report", "registry", "server"},
+    "server": {"types", "compat-db", "policy", "admission", "report", "kube", "registry"},
+    "cli": {"types", "compat-db", "policy", "admission", "report", "kube", "registry", "server"},
 }
 
 # Libraries each layer may include; the same as its CMake target links.
@@ -35,6 +36,7 @@ LIBRARIES = {
     "policy": {"nlohmann_json", "yaml-cpp"},
     "admission": {"nlohmann_json", "simdjson", "simd"},
     "report": {"nlohmann_json"},
+    "kube": {"nlohmann_json", "yaml-cpp", "boost", "openssl", "spdlog", "posix"},
     "registry": {"nlohmann_json", "boost", "openssl", "spdlog", "posix"},
     "server": {"nlohmann_json", "simdjson", "simd", "boost", "openssl", "spdlog", "posix"},
     "cli": {"nlohmann_json", "simdjson", "simd", "boost", "openssl", "spdlog", "posix", "CLI11",

@@ -1,0 +1,233 @@
+// Asking the rules which maximum CUDA versions and compute capabilities pass,
+// and writing the answer as Gt/In expressions on GPU Feature Discovery labels.
+#include "admission/rule_pin.h"
+
+#include <array>
+#include <optional>
+#include <utility>
+
+#include "policy/arch_list.h"
+#include "policy/metadata.h"
+#include "policy/requirement.h"
+#include "policy/rules.h"
+#include "types/quote.h"
+
+namespace cudagate {
+namespace {
+
+// The grid of values asked about: majors 1..kMaxMajor, minors 0..9. A
+// value's minor above 9 is taken as its row's last cell.
+constexpr int kMaxMajor = 19;
+constexpr int kMinors = 10;
+using Row = std::array<bool, kMinors>;
+using Grid = std::array<Row, kMaxMajor + 1>;  // [0] unused
+
+// The metadata a container decision records, read back: the values the
+// rules judged (their sources do not change the outcome).
+Expected<ContainerMetadata> metadata_of(const ContainerDecision& c, const Policy& policy,
+                                        const CompatDb& db) {
+  ContainerMetadata md;
+  if (!c.require.value.empty()) {
+    // RequirementSet::str(): the variables' values joined by "; ".
+    RequirementSet set;
+    std::string_view rest = c.require.value;
+    while (!rest.empty()) {
+      const std::size_t end = rest.find("; ");
+      set.requirements.push_back(parse_requirement("NVIDIA_REQUIRE_CUDA", rest.substr(0, end)));
+      rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 2);
+    }
+    for (const Requirement& r : set.requirements) {
+      for (const RequireAlternative& alternative : r.alternatives) {
+        for (const RequireTerm& term : alternative.terms) {
+          if (!term.valid() || (term.key != RequireKey::cuda && term.key != RequireKey::arch)) {
+            return Error{c.name, "its NVIDIA_REQUIRE_* requirement " + quote(r.text) +
+                                     " judges the driver version or brand, which are no label "
+                                     "ranges"};
+          }
+        }
+      }
+    }
+    md.require.value = std::move(set);
+  }
+  if (!c.cuda.value.empty()) {
+    auto cuda = CudaVersion::parse(c.cuda.value);
+    if (!cuda) return Error{c.name, "CUDA version " + c.cuda.value + " cannot be read back"};
+    md.cuda.value = *cuda;
+  }
+  if (!c.archs.value.empty()) {
+    auto archs = parse_torch_arch_list(c.archs.value, db, md.cuda.value, policy.arch_list_reading);
+    if (!archs) return Error{c.name, "arch list " + c.archs.value + " cannot be read back"};
+    md.archs.value = std::move(*archs);
+  } else if (md.cuda.value && c.archs.source != "unknown") {
+    // The image names its architectures in a way that leaves them unknown.
+    return Error{c.name, "its architectures are unknown"};
+  }
+  if (!c.min_cc.value.empty()) {
+    auto cc = ComputeCapability::parse(c.min_cc.value);
+    if (!cc) return Error{c.name, "minimum compute capability cannot be read back"};
+    md.min_cc.value = *cc;
+  }
+  return md;
+}
+
+// Which cells pass every container when `vary` sets the cell's value into
+// a copy of `base`.
+template <class Vary>
+Grid passing(const std::vector<std::pair<std::string, ContainerMetadata>>& containers,
+             const GpuFacts& base, const Policy& policy, const CompatDb& db, Vary vary) {
+  Grid grid{};
+  for (int major = 1; major <= kMaxMajor; ++major) {
+    for (int minor = 0; minor < kMinors; ++minor) {
+      GpuFacts facts = base;
+      vary(facts, major, minor);
+      bool ok = true;
+      for (const auto& [name, md] : containers) {
+        ok = ok && check_container(name, md, facts, policy, db).outcome == Outcome::compatible;
+      }
+      grid[static_cast<std::size_t>(major)][static_cast<std::size_t>(minor)] = ok;
+    }
+  }
+  return grid;
+}
+
+NodeSelectorRequirement requirement(std::string_view key, const char* op, int value) {
+  return {std::string(key), op, {std::to_string(value)}};
+}
+
+// The passing cells as ORed terms on (major_key, minor_key); an empty list
+// when no cell passes, nullopt when every cell does (no constraint).
+std::optional<std::vector<NodeSelectorTerm>> grid_terms(const Grid& grid,
+                                                        std::string_view major_key,
+                                                        std::string_view minor_key) {
+  auto full = [&](int m) {
+    const Row& r = grid[static_cast<std::size_t>(m)];
+    for (const bool cell : r) {
+      if (!cell) return false;
+    }
+    return true;
+  };
+  bool all = true;
+  for (int m = 1; m <= kMaxMajor; ++m) all = all && full(m);
+  if (all) return std::nullopt;
+
+  std::vector<NodeSelectorTerm> terms;
+  for (int m = 1; m <= kMaxMajor;) {
+    if (full(m)) {
+      // A run of whole majors [m, last]: open-ended when it reaches the
+      // grid's top (the newer GPUs and drivers to come), else listed.
+      int last = m;
+      while (last + 1 <= kMaxMajor && full(last + 1)) ++last;
+      NodeSelectorTerm term;
+      if (last == kMaxMajor) {
+        term.match_expressions.push_back(requirement(major_key, "Gt", m - 1));
+      } else {
+        std::vector<std::string> majors;
+        for (int k = m; k <= last; ++k) majors.push_back(std::to_string(k));
+        term.match_expressions.push_back({std::string(major_key), "In", std::move(majors)});
+      }
+      terms.push_back(std::move(term));
+      m = last + 1;
+      continue;
+    }
+    const Row& r = grid[static_cast<std::size_t>(m)];
+    std::vector<std::string> minors;
+    int first_of_tail = kMinors;  // the start of the passing cells that run to the row's end
+    for (int n = kMinors - 1; n >= 0 && r[static_cast<std::size_t>(n)]; --n) first_of_tail = n;
+    for (int n = 0; n < kMinors; ++n) {
+      if (r[static_cast<std::size_t>(n)]) minors.push_back(std::to_string(n));
+    }
+    if (!minors.empty()) {
+      NodeSelectorTerm term;
+      term.match_expressions.push_back({std::string(major_key), "In", {std::to_string(m)}});
+      if (first_of_tail < kMinors && static_cast<int>(minors.size()) == kMinors - first_of_tail) {
+        term.match_expressions.push_back(requirement(minor_key, "Gt", first_of_tail - 1));
+      } else {
+        term.match_expressions.push_back({std::string(minor_key), "In", std::move(minors)});
+      }
+      terms.push_back(std::move(term));
+    }
+    ++m;
+  }
+  return terms;
+}
+
+// Every term of `a` with every term of `b`, their expressions concatenated.
+std::vector<NodeSelectorTerm> and_terms(const std::vector<NodeSelectorTerm>& a,
+                                        const std::vector<NodeSelectorTerm>& b) {
+  std::vector<NodeSelectorTerm> out;
+  for (const auto& x : a) {
+    for (const auto& y : b) {
+      NodeSelectorTerm term = x;
+      term.match_expressions.insert(term.match_expressions.end(), y.match_expressions.begin(),
+                                    y.match_expressions.end());
+      out.push_back(std::move(term));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Expected<RulePin> rule_pin_terms(const Decision& decision, const Policy& policy, const CompatDb& db,
+                                 bool runtime_keys_new) {
+  if (policy.minor_version_compatibility) {
+    return Error{"",
+                 "minorVersionCompatibility judges the driver version, which is no label range"};
+  }
+  const GroupDecision* compatible = nullptr;
+  for (const auto& g : decision.groups) {
+    if (g.outcome == Outcome::compatible) {
+      compatible = &g;
+      break;
+    }
+  }
+  if (compatible == nullptr) return Error{"", "no compatible node"};
+  std::vector<std::pair<std::string, ContainerMetadata>> containers;
+  for (const auto& c : decision.containers) {
+    if (!c.gpu) continue;
+    auto md = metadata_of(c, policy, db);
+    if (!md) return Error{"", "container " + md.error().where + ": " + md.error().message};
+    containers.emplace_back(c.name, std::move(*md));
+  }
+  if (containers.empty()) return Error{"", "no GPU container"};
+
+  const GpuFacts& base = compatible->facts;
+  const Grid cuda = passing(containers, base, policy, db, [](GpuFacts& f, int major, int minor) {
+    f.max_cuda = CudaVersion(major, minor);
+  });
+  const Grid cc = passing(containers, base, policy, db, [](GpuFacts& f, int major, int minor) {
+    f.cc = ComputeCapability(major, minor);
+  });
+  const std::string_view cuda_major = runtime_keys_new ? kCudaRuntimeMajor : kCudaRuntimeMajorOld;
+  const std::string_view cuda_minor = runtime_keys_new ? kCudaRuntimeMinor : kCudaRuntimeMinorOld;
+  auto cuda_terms = grid_terms(cuda, cuda_major, cuda_minor);
+  auto cc_terms = grid_terms(cc, kComputeMajor, kComputeMinor);
+  if ((cuda_terms && cuda_terms->empty()) || (cc_terms && cc_terms->empty())) {
+    return Error{"",
+                 "no CUDA version or compute capability passes the rules with the other facts "
+                 "of a compatible node"};
+  }
+  RulePin pin;
+  pin.keys = "rules on labels";
+  const char* separator = " ";
+  if (cuda_terms) {
+    pin.keys += separator + std::string(cuda_major) + ", " + std::string(cuda_minor);
+    separator = ", ";
+  }
+  if (cc_terms) {
+    pin.keys += separator + std::string(kComputeMajor) + ", " + std::string(kComputeMinor);
+  }
+  if (cuda_terms && cc_terms) {
+    pin.terms = and_terms(*cuda_terms, *cc_terms);
+  } else if (cuda_terms) {
+    pin.terms = std::move(*cuda_terms);
+  } else if (cc_terms) {
+    pin.terms = std::move(*cc_terms);
+  } else {
+    return Error{"",
+                 "every CUDA version and compute capability passes: the rules set nothing apart"};
+  }
+  return pin;
+}
+
+}  // namespace cudagate

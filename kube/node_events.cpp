@@ -1,0 +1,100 @@
+// Decoding NodeList pages and Node watch events with nlohmann::json.
+#include "kube/node_events.h"
+
+#include <nlohmann/json.hpp>
+#include <utility>
+
+namespace cudagate::kube {
+namespace {
+
+using json = nlohmann::json;
+
+std::string string_member(const json& object, const char* key) {
+  if (!object.is_object()) return {};
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+const json* object_member(const json& object, const char* key) {
+  if (!object.is_object()) return nullptr;
+  const auto it = object.find(key);
+  return it != object.end() && it->is_object() ? &*it : nullptr;
+}
+
+}  // namespace
+
+Expected<NodePage> parse_node_page(std::string_view text) {
+  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return Error{"node list", "the response is not a JSON object"};
+  }
+  const std::string kind = string_member(doc, "kind");
+  if (kind != "NodeList") {
+    return Error{"node list: kind", "expected NodeList, got \"" + kind + "\""};
+  }
+  NodePage page;
+  if (const json* metadata = object_member(doc, "metadata")) {
+    page.continue_token = string_member(*metadata, "continue");
+    page.resource_version = string_member(*metadata, "resourceVersion");
+  }
+  const auto items = doc.find("items");
+  if (items == doc.end() || items->is_null()) return page;
+  if (!items->is_array()) return Error{"node list: items", "expected a list"};
+  page.nodes.reserve(items->size());
+  for (std::size_t i = 0; i < items->size(); ++i) {
+    auto node = node_from_json((*items)[i], "items[" + std::to_string(i) + "]");
+    if (node) {
+      page.nodes.push_back(std::move(*node));
+    } else {
+      page.skipped.push_back(node.error());
+    }
+  }
+  return page;
+}
+
+Expected<WatchEvent> parse_watch_event(std::string_view text) {
+  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return Error{"watch event", "not a JSON object"};
+  }
+  const std::string type = string_member(doc, "type");
+  const json* object = object_member(doc, "object");
+  if (object == nullptr) return Error{"watch event: object", "is required"};
+  WatchEvent event;
+  if (type == "ADDED") {
+    event.type = WatchEvent::Type::added;
+  } else if (type == "MODIFIED") {
+    event.type = WatchEvent::Type::modified;
+  } else if (type == "DELETED") {
+    event.type = WatchEvent::Type::deleted;
+  } else if (type == "BOOKMARK") {
+    event.type = WatchEvent::Type::bookmark;
+  } else if (type == "ERROR") {
+    event.type = WatchEvent::Type::error;
+    if (const auto code = object->find("code"); code != object->end() && code->is_number()) {
+      event.code = code->get<int>();
+    }
+    event.message = string_member(*object, "message");
+    return event;
+  } else {
+    return Error{"watch event: type",
+                 "expected ADDED, MODIFIED, DELETED, BOOKMARK or ERROR, got \"" + type + "\""};
+  }
+  if (const json* metadata = object_member(*object, "metadata")) {
+    event.resource_version = string_member(*metadata, "resourceVersion");
+    event.name = string_member(*metadata, "name");
+  }
+  if (event.type == WatchEvent::Type::bookmark) return event;
+  if (event.name.empty()) return Error{"watch event: object.metadata.name", "is required"};
+  if (event.type == WatchEvent::Type::added || event.type == WatchEvent::Type::modified) {
+    auto node = node_from_json(*object, "object");
+    if (node) {
+      event.node = std::move(*node);
+    } else {
+      event.node_error = node.error();
+    }
+  }
+  return event;
+}
+
+}  // namespace cudagate::kube

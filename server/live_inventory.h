@@ -1,0 +1,103 @@
+#pragma once
+// The inventory of a watched cluster: Node lists and watch events from the
+// API server (kube/node_watcher.h) folded into the inventory that decisions
+// read, published whole through a callback (ServerState::set_inventory).
+//
+// Events are coalesced: the first change after a publish arms a timer (the
+// coalescing delay, or as long as the last build took if that was longer,
+// so that building never takes more than about half a core however fast
+// events come), and every change that arrives before it fires goes into the
+// same new inventory, so a rollout that relabels hundreds of nodes in a second
+// costs a few builds, not hundreds, and a decision sees either the
+// inventory before a batch or the one after it, never part of one.
+//
+// The new inventory is built from the published one: unchanged nodes are
+// copied over from its compact form and only the nodes named by events
+// are read anew, so no second copy of the fleet's Node objects is kept.
+//
+// add_page(), replace_all() and apply() may be called from any thread; they
+// only queue.
+// Building and publish run on `executor` (one thread: the server's reload
+// thread), never on an I/O thread.
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "compat-db/compat_db.h"
+#include "kube/node_watcher.h"
+#include "policy/inventory.h"
+#include "policy/node.h"
+
+namespace cudagate {
+
+// `changes` without those that change nothing a decision reads: a MODIFIED
+// node whose labels, taints, cordon and extended resources are as `current`
+// has them (most Node updates are status: conditions, images, heartbeats),
+// and the removal of a node it does not have.
+[[nodiscard]] std::vector<kube::NodeChange> relevant_changes(std::vector<kube::NodeChange> changes,
+                                                             const Inventory& current);
+
+// `old` with `changes` applied, in order (the last change of a node wins).
+// Unchanged nodes are copied from `old`'s compact form with the GPU facts
+// of their group, so only the changed nodes' facts are derived again.
+[[nodiscard]] Inventory apply_node_changes(const Inventory& old,
+                                           const std::vector<kube::NodeChange>& changes,
+                                           const CompatDb& db);
+
+class LiveInventory {
+ public:
+  // What one publish carries: the inventory, whether it came from a whole
+  // list, and how many watch events went into it since the last one. Events
+  // that change nothing a decision reads are dropped, and a batch of only
+  // those publishes nothing.
+  struct Update {
+    std::shared_ptr<const Inventory> inventory;
+    bool from_list = false;
+    std::size_t events = 0;
+  };
+  using Publish = std::function<void(const Update&)>;
+
+  LiveInventory(boost::asio::any_io_executor executor, std::shared_ptr<const CompatDb> db,
+                std::chrono::milliseconds coalesce, Publish publish);
+
+  // A page of a list: `first` begins it (dropping a list begun before and
+  // the events queued before it), `last` ends it, and the next inventory
+  // holds exactly the nodes of its pages. Pages are indexed as they come,
+  // so a large list is never held as Node objects.
+  void add_page(std::vector<Node> nodes, bool first, bool last);
+  // A whole list in one page.
+  void replace_all(std::vector<Node> nodes) { add_page(std::move(nodes), true, true); }
+  // Watch events, in order; folded in after any list queued before them.
+  void apply(std::vector<kube::NodeChange> changes);
+
+  // Stops the timer; nothing is published after the executor ran it.
+  void stop();
+
+ private:
+  void schedule(std::chrono::milliseconds delay);
+  void rebuild();
+
+  boost::asio::any_io_executor executor_;
+  std::shared_ptr<const CompatDb> db_;
+  std::chrono::milliseconds coalesce_;
+  Publish publish_;
+  boost::asio::steady_timer timer_;
+
+  std::mutex mutex_;  // guards what follows
+  std::vector<kube::NodeChange> pending_changes_;
+  bool scheduled_ = false;
+  bool stopped_ = false;
+
+  // On the executor only: the last inventory published.
+  std::shared_ptr<const Inventory> current_ = std::make_shared<const Inventory>();
+  std::unique_ptr<InventoryBuilder> listing_;  // the list being received
+  std::chrono::milliseconds last_build_{0};    // guarded by mutex_
+};
+
+}  // namespace cudagate

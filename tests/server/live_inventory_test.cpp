@@ -1,0 +1,168 @@
+// Lists and watch events folded into published inventories: a list
+// replaces everything, events change only the nodes they name, and a burst
+// of events becomes one inventory.
+#include "server/live_inventory.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tests/support/fixtures.h"
+
+namespace cudagate {
+namespace {
+
+using kube::NodeChange;
+using std::chrono::milliseconds;
+
+Node gpu_node(const std::string& name, const std::string& driver_major,
+              const std::string& runtime) {
+  Node node;
+  node.name = name;
+  node.labels = {{"kubernetes.io/hostname", name},
+                 {"nvidia.com/cuda.driver.major", driver_major},
+                 {"nvidia.com/cuda.driver.minor", "90"},
+                 {"nvidia.com/cuda.driver.rev", "07"},
+                 {"nvidia.com/cuda.runtime.major", runtime.substr(0, runtime.find('.'))},
+                 {"nvidia.com/cuda.runtime.minor", runtime.substr(runtime.find('.') + 1)},
+                 {"nvidia.com/gpu.product", "NVIDIA-L4"}};
+  node.allocatable = {{"nvidia.com/gpu", 4}};
+  return node;
+}
+
+NodeChange upsert(Node node) {
+  const std::string name = node.name;
+  return NodeChange{NodeChange::Kind::upsert, name, std::move(node)};
+}
+
+NodeChange removal(const std::string& name) {
+  return NodeChange{NodeChange::Kind::remove, name, Node{}};
+}
+
+class LiveInventoryTest : public ::testing::Test {
+ protected:
+  LiveInventoryTest()
+      : live_(ioc_.get_executor(), std::make_shared<const CompatDb>(test_support::db()),
+              milliseconds(1),
+              [this](const LiveInventory::Update& update) { published_.push_back(update); }) {}
+
+  // Runs the executor until nothing is left to do.
+  void settle() {
+    ioc_.restart();
+    ioc_.run_for(std::chrono::seconds(10));
+  }
+
+  // The driver major of node `name` in the last inventory, or "" when absent.
+  std::string driver_of(const std::string& name) {
+    const Inventory& inv = *published_.back().inventory;
+    for (std::size_t i = 0; i < inv.size(); ++i) {
+      if (inv.node_name(i) == name) {
+        const std::string* major = inv.node_label(i, "nvidia.com/cuda.driver.major");
+        return major ? *major : "?";
+      }
+    }
+    return "";
+  }
+
+  boost::asio::io_context ioc_;
+  std::vector<LiveInventory::Update> published_;
+  LiveInventory live_;
+};
+
+TEST_F(LiveInventoryTest, AListIsPublishedWhole) {
+  live_.replace_all({gpu_node("a", "535", "12.2"), gpu_node("b", "550", "12.4")});
+  settle();
+  ASSERT_EQ(published_.size(), 1u);
+  EXPECT_TRUE(published_[0].from_list);
+  EXPECT_EQ(published_[0].inventory->size(), 2u);
+  EXPECT_EQ(published_[0].inventory->gpu_nodes(), 2u);
+}
+
+TEST_F(LiveInventoryTest, EventsChangeOnlyTheNodesTheyName) {
+  live_.replace_all(
+      {gpu_node("a", "535", "12.2"), gpu_node("b", "550", "12.4"), gpu_node("c", "535", "12.2")});
+  settle();
+  live_.apply({upsert(gpu_node("a", "570", "12.8"))});
+  live_.apply({removal("c"), upsert(gpu_node("d", "550", "12.4"))});
+  settle();
+  ASSERT_EQ(published_.size(), 2u) << "the two batches coalesce into one inventory";
+  EXPECT_FALSE(published_[1].from_list);
+  EXPECT_EQ(published_[1].events, 3u);
+  EXPECT_EQ(published_[1].inventory->size(), 3u);
+  EXPECT_EQ(driver_of("a"), "570");
+  EXPECT_EQ(driver_of("b"), "550");
+  EXPECT_EQ(driver_of("c"), "");
+  EXPECT_EQ(driver_of("d"), "550");
+  // The inventory before the batch is untouched: a decision holding it
+  // sees all of the old fleet.
+  const Inventory& before = *published_[0].inventory;
+  EXPECT_EQ(before.size(), 3u);
+  EXPECT_EQ(*before.node_label(0, "nvidia.com/cuda.driver.major"), "535");
+}
+
+TEST_F(LiveInventoryTest, TheLastEventOfANodeWins) {
+  live_.replace_all({gpu_node("a", "535", "12.2")});
+  live_.apply(
+      {upsert(gpu_node("a", "550", "12.4")), removal("a"), upsert(gpu_node("a", "570", "12.8"))});
+  settle();
+  ASSERT_FALSE(published_.empty());
+  EXPECT_EQ(published_.back().inventory->size(), 1u);
+  EXPECT_EQ(driver_of("a"), "570");
+}
+
+TEST_F(LiveInventoryTest, ARelistSupersedesEventsQueuedBeforeIt) {
+  live_.replace_all({gpu_node("a", "535", "12.2")});
+  settle();
+  live_.apply({upsert(gpu_node("stale", "535", "12.2"))});
+  live_.replace_all({gpu_node("b", "550", "12.4")});
+  settle();
+  EXPECT_TRUE(published_.back().from_list);
+  EXPECT_EQ(published_.back().inventory->size(), 1u);
+  EXPECT_EQ(driver_of("b"), "550");
+  EXPECT_EQ(driver_of("stale"), "");
+}
+
+TEST_F(LiveInventoryTest, EventsThatChangeNothingADecisionReadsPublishNothing) {
+  live_.replace_all({gpu_node("a", "535", "12.2"), gpu_node("b", "550", "12.4")});
+  settle();
+  // A status update (the Node as decisions see it is the same), the
+  // removal of a node never seen, and a relabel undone within the batch.
+  live_.apply({upsert(gpu_node("a", "535", "12.2")), removal("never-listed"),
+               upsert(gpu_node("b", "570", "12.8")), upsert(gpu_node("b", "550", "12.4"))});
+  settle();
+  EXPECT_EQ(published_.size(), 1u);
+  live_.apply({upsert(gpu_node("a", "535", "12.2")), upsert(gpu_node("b", "570", "12.8"))});
+  settle();
+  ASSERT_EQ(published_.size(), 2u);
+  EXPECT_EQ(driver_of("b"), "570");
+}
+
+TEST(RelevantChanges, KeepsEveryChangeOfANodeWhoseLastChangeDiffers) {
+  const Inventory current = Inventory::build(
+      {gpu_node("a", "535", "12.2"), gpu_node("b", "550", "12.4")}, test_support::db());
+  Node cordoned = gpu_node("a", "535", "12.2");
+  cordoned.unschedulable = true;
+  const auto kept =
+      relevant_changes({upsert(gpu_node("b", "550", "12.4")), removal("a"), upsert(cordoned),
+                        removal("c"), upsert(gpu_node("d", "550", "12.4"))},
+                       current);
+  std::vector<std::string> names;
+  for (const auto& change : kept) names.push_back(change.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"a", "a", "d"}));
+}
+
+TEST_F(LiveInventoryTest, NothingIsPublishedAfterStop) {
+  live_.replace_all({gpu_node("a", "535", "12.2")});
+  settle();
+  live_.stop();
+  live_.apply({removal("a")});
+  settle();
+  EXPECT_EQ(published_.size(), 1u);
+}
+
+}  // namespace
+}  // namespace cudagate
