@@ -237,6 +237,38 @@ class PlainRegistry(RegistryTestCase):
         self.assertEqual(record["verdict"], "unknown")
         self.assertIn("connecting with TLS", stderr)
 
+    def test_audit_reads_each_image_once_with_the_same_client(self):
+        layout, tag, _ = self.layouts["cuda"]
+        rs.push(layout, tag, f"{self.registry.host}/ml/audited:{tag}")
+        image = f"{self.registry.host}/ml/audited:{tag}"
+        manifest = os.path.join(self.tmp, "audited")
+        os.makedirs(manifest, exist_ok=True)
+        for name in ("train-a", "train-b"):
+            with open(os.path.join(manifest, f"{name}.json"), "w") as f:
+                json.dump({"apiVersion": "apps/v1", "kind": "Deployment",
+                           "metadata": {"name": name, "namespace": "ml"},
+                           "spec": {"selector": {"matchLabels": {"app": name}},
+                                    "template": {"metadata": {"labels": {"app": name}},
+                                                 "spec": gpu_pod(image)}}}, f)
+        nodes_file = self.write("audit-nodes.json", st.node_list(*FLEET_535))
+        out = subprocess.run([BINARY, "audit", manifest, "--nodes", nodes_file, "--config",
+                              self.pol, "--format", "json", "--fail-on", "never"],
+                             capture_output=True, text=True, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        records = json.loads(out.stdout)
+        self.assertEqual(len(records), 2)
+        for record in records:
+            self.assertEqual(record["verdict"], "fail")
+            self.assertEqual(record["containers"][0]["cuda"],
+                             {"value": "12.4", "source": "registry"})
+        self.assertEqual(len(self.registry.requests("GET", r"^/v2/ml/audited/manifests/")), 1)
+        offline = subprocess.run([BINARY, "audit", "--offline", manifest, "--nodes", nodes_file,
+                                  "--config", self.pol, "--format", "json", "--fail-on", "never"],
+                                 capture_output=True, text=True, timeout=120)
+        self.assertNotEqual(json.loads(offline.stdout)[0]["containers"][0]["cuda"].get("source"),
+                            "registry")
+        self.assertEqual(len(self.registry.requests("GET", r"^/v2/ml/audited/manifests/")), 1)
+
     def test_a_redirect_for_blobs_to_another_server_is_followed(self):
         # The blob store answers blob requests with 307 to the registry
         # itself, another loopback server, as S3-backed registries do.
