@@ -40,10 +40,9 @@ class ImageFacts {
 
 // The facts one admission is judged against: one consistent snapshot of the
 // matrix, the policy and the inventory, owned by the caller for the call.
+// An aggregate, so that temporaries bound to its references
+// (AdmissionContext{db, Policy{}, inventory}) live as long as it does.
 struct AdmissionContext {
-  AdmissionContext(const CompatDb& matrix, const Policy& rules, const Inventory& nodes)
-      : db(matrix), policy(rules), inventory(nodes) {}
-
   const CompatDb& db;
   const Policy& policy;
   const Inventory& inventory;
@@ -56,7 +55,7 @@ struct AdmissionContext {
   bool defer_for_images = false;
   // The platform ("linux/arm64") of every GPU node of the inventory when
   // they share one; "" otherwise. See registry_platform().
-  std::string_view fleet_platform;
+  std::string_view fleet_platform{};
 };
 
 // The platform whose config a pod's images are read for: the one its
