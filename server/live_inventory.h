@@ -4,11 +4,11 @@
 // read, published whole through a callback (ServerState::set_inventory).
 //
 // Events are coalesced: the first change after a publish arms a timer (the
-// coalescing delay, or as long as the last build took if that was longer,
-// so that building never takes more than about half a core however fast
+// coalescing delay, or as long as the last patch took if that was longer,
+// so that patching never takes more than about half a core however fast
 // events come), and every change that arrives before it fires goes into the
 // same new inventory, so a rollout that relabels hundreds of nodes in a second
-// costs a few builds, not hundreds, and a decision sees either the
+// costs a few patches, not hundreds, and a decision sees either the
 // inventory before a batch or the one after it, never part of one.
 //
 // The new inventory is the published one patched (Inventory::patched): only
