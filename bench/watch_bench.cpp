@@ -1,7 +1,8 @@
 // A driver rollout streaming in from the API server's watch: 1,000 node
 // events (GPU nodes relabelled by GPU Feature Discovery with a newer driver)
 // folded into the inventory in the coalesced batches the server publishes,
-// and decisions made while that happens.
+// patched or (for comparison) built anew, and decisions made while that
+// happens.
 
 #include <benchmark/benchmark.h>
 
@@ -61,20 +62,24 @@ Workload training_pod() {
   return std::move(*w);
 }
 
+using Fold = Inventory (*)(const Inventory&, const std::vector<kube::NodeChange>&, const CompatDb&);
+
 // 1,000 events applied in batches of `batch` (the server coalesces what
-// arrives within 100 ms into one batch): the time for all of them.
-void BM_ApplyRollout(benchmark::State& state) {
+// arrives within 100 ms into one batch): the time for all of them, each
+// batch either patched into the inventory (what the server does) or built
+// into a new one.
+void run_rollout(benchmark::State& state, Fold fold) {
   const int count = static_cast<int>(state.range(0));
   const auto batch = static_cast<std::size_t>(state.range(1));
   const Inventory& fleet = bench::inventory(count);
   const std::vector<kube::NodeChange> events = rollout(count, kEvents);
   for (auto _ : state) {
-    Inventory current = apply_node_changes(fleet, {}, bench::db());
+    Inventory current;
     for (std::size_t at = 0; at < events.size(); at += batch) {
       const std::vector<kube::NodeChange> part(
           events.begin() + static_cast<std::ptrdiff_t>(at),
           events.begin() + static_cast<std::ptrdiff_t>(std::min(events.size(), at + batch)));
-      current = apply_node_changes(current, part, bench::db());
+      current = fold(at == 0 ? fleet : current, part, bench::db());
     }
     benchmark::DoNotOptimize(current);
   }
@@ -82,11 +87,29 @@ void BM_ApplyRollout(benchmark::State& state) {
   state.counters["events"] = static_cast<double>(events.size());
   state.counters["batches"] = static_cast<double>((events.size() + batch - 1) / batch);
 }
+
+void BM_ApplyRollout(benchmark::State& state) {
+  run_rollout(state, apply_node_changes);
+}
 BENCHMARK(BM_ApplyRollout)
+    ->Args({1000, 1})
+    ->Args({1000, 100})
+    ->Args({10000, 1})
+    ->Args({10000, 100})
+    ->Args({10000, 1000})
+    ->Args({50000, 1})
+    ->Args({50000, 100})
+    ->Args({50000, 1000})
+    ->Unit(benchmark::kMillisecond);
+
+void BM_RebuildRollout(benchmark::State& state) {
+  run_rollout(state, rebuild_with_node_changes);
+}
+BENCHMARK(BM_RebuildRollout)
     ->Args({1000, 100})
     ->Args({10000, 100})
     ->Args({10000, 1000})
-    ->Args({50000, 100})
+    ->Args({50000, 1000})
     ->Unit(benchmark::kMillisecond);
 
 // Decisions while a second thread folds the rollout in, batch after batch,

@@ -8,7 +8,9 @@
 // indexes combined as bitsets.
 //
 // An Inventory is immutable after build() and safe to read from many
-// threads; the server swaps whole inventories (shared_ptr) to update it.
+// threads; the server swaps whole inventories (shared_ptr) to update it,
+// and makes the next one with patched(), which shares all it does not
+// change with the last (shared_parts.h).
 // It keeps each distinct string once (a 10,000-node fleet repeats the same
 // few dozen label keys and values), so its size is about that of its
 // indexes, not of the node list it was read from.
@@ -29,6 +31,7 @@
 #include "policy/node.h"
 #include "policy/node_set.h"
 #include "policy/pod.h"
+#include "policy/shared_parts.h"
 
 namespace cudagate {
 
@@ -55,12 +58,30 @@ struct CandidateScratch {
 
 class InventoryBuilder;
 
+// One change of a node, for Inventory::patched(): `node` is its new form
+// (added or replacing the node of that name), or nullptr when the node
+// named `name` is removed.
+struct NodeEdit {
+  std::string_view name;
+  const Node* node = nullptr;
+};
+
 class Inventory {
  public:
   Inventory() = default;
   static Inventory build(const std::vector<Node>& nodes, const CompatDb& db);
 
-  [[nodiscard]] std::size_t size() const { return node_name_.size(); }
+  // This inventory with `edits` applied in order (the last edit of a node
+  // wins), made in time proportional to the nodes edited, not the fleet:
+  // the result shares every part the edits did not touch with this one,
+  // which stays as it was and may be read meanwhile from other threads.
+  // Only the edited nodes' GPU facts are derived. Queries answer exactly
+  // what they answer on Inventory::build of the same nodes, except for the
+  // order of node indexes, slots and groups. Edits of one inventory and of
+  // those made from it are made by one thread at a time.
+  [[nodiscard]] Inventory patched(const std::vector<NodeEdit>& edits, const CompatDb& db) const;
+
+  [[nodiscard]] std::size_t size() const { return nodes_.size(); }
   // Node i as read (a copy: the inventory keeps nodes compactly, each label
   // string once for all nodes). Prefer node_name() and node_label().
   [[nodiscard]] Node node(std::size_t i) const;
@@ -68,12 +89,12 @@ class Inventory {
   void node_into(std::size_t i, Node& out) const;
   // The index of the node named `name`, or nullopt.
   [[nodiscard]] std::optional<std::size_t> index_of(std::string_view name) const;
-  [[nodiscard]] const std::string& node_name(std::size_t i) const {
-    return (*strings_)[node_name_[i]];
-  }
+  [[nodiscard]] const std::string& node_name(std::size_t i) const { return *nodes_[i]->name; }
   // The value of label `key` of node i; nullptr when it has none. Stays
   // valid as long as the inventory.
   [[nodiscard]] const std::string* node_label(std::size_t i, std::string_view key) const;
+  // The groups by index; a group without members (its nodes changed or
+  // left after the inventory was built) has no slots and counts for nothing.
   [[nodiscard]] const std::vector<NodeGroup>& groups() const { return groups_; }
   // Index of the group of node i.
   [[nodiscard]] std::size_t group_of(std::size_t i) const { return group_of_[i]; }
@@ -89,15 +110,16 @@ class Inventory {
   [[nodiscard]] NodeSet candidates(const PodSpec& spec) const;
 
   // The same candidates, for decisions: as a set of slots, the inventory's
-  // internal order in which every group's members are one contiguous range
-  // (the nodes of a group in file order), so that counting the candidates
-  // of a group is one range count, whatever the fleet's size. The result
-  // lives in `scratch`.
+  // internal order in which every group's members lie in one range of its
+  // own, so that counting the candidates of a group is one range count,
+  // whatever the fleet's size. The result lives in `scratch`.
   [[nodiscard]] const NodeSet& candidate_slots(const PodSpec& spec,
                                                CandidateScratch& scratch) const;
-  // The slots of group g: [begin, end).
+  // The slots of group g: [begin, end). A range may hold free slots (a
+  // patch leaves room for nodes that join the group), which are in no
+  // candidate set.
   [[nodiscard]] std::pair<std::size_t, std::size_t> group_slots(std::size_t g) const {
-    return {group_begin_[g], group_begin_[g + 1]};
+    return {group_slots_[g].begin, group_slots_[g].end};
   }
   // The node at a slot.
   [[nodiscard]] std::size_t node_at_slot(std::size_t slot) const { return node_at_slot_[slot]; }
@@ -105,6 +127,8 @@ class Inventory {
   // the two lookups): decisions list names by slot. The view stays valid as
   // long as the inventory or a holder of name_storage().
   [[nodiscard]] std::string_view slot_name(std::size_t slot) const { return slot_name_[slot]; }
+  // The number of slots, free ones included: the universe of candidate_slots().
+  [[nodiscard]] std::size_t slot_count() const { return slot_count_; }
   // The storage of every string the inventory returns, names included: a
   // holder keeps the views of them valid after the inventory is gone.
   [[nodiscard]] std::shared_ptr<const void> name_storage() const { return strings_; }
@@ -118,31 +142,60 @@ class Inventory {
 
  private:
   friend class InventoryBuilder;
+  class Editor;
 
-  // Lookups by string_view without building a std::string.
-  struct StringHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  // Every string the inventory's nodes hold, each kept where it is as long
+  // as the pool lives. The build and later patches (one at a time) add to
+  // it; readers only follow pointers and views into it, never the deque.
+  struct StringPool {
+    std::deque<std::string> strings;
+    const std::string* add(std::string_view text) { return &strings.emplace_back(text); }
   };
-  // Keyed by views of strings_, which outlive the maps.
-  template <class V>
-  using ViewMap = std::unordered_map<std::string_view, V, StringHash, std::equal_to<>>;
 
-  // The nodes of one label key or value: a sorted index list while that is
+  // What a decision needs of one node. Immutable once made; shared by the
+  // inventories that have the node unchanged.
+  struct NodeRecord {
+    const std::string* name = nullptr;
+    // Sorted by key, for node_label()'s binary search; the keys are views
+    // of the pool's strings.
+    std::vector<std::pair<std::string_view, const std::string*>> labels;
+    std::vector<Taint> taints;
+    std::vector<std::pair<std::string_view, std::int64_t>> allocatable;
+    bool unschedulable = false;
+  };
+
+  // The slots of one label key or value: a sorted slot list while that is
   // smaller than a bitset, else a bitset. Labels with a value per node
-  // (hostnames, instance ids) then cost memory per node, not per node squared.
+  // (hostnames, instance ids) then cost memory per node, not per node
+  // squared. A bitset may be shorter than the slots (bits beyond are 0).
   struct Members {
     std::vector<std::uint32_t> sparse;
-    NodeSet dense;  // used when `is_dense`
+    NodeSet dense;                      // used when `is_dense`
+    const std::string* text = nullptr;  // a value's, in the pool
+    std::uint32_t count = 0;
     bool is_dense = false;
 
     void add_to(NodeSet& set) const;
     // set &= members; `kept` is scratch space.
     void intersect(NodeSet& set, NodeSet& kept) const;
+    // For patches: `slots` is the inventory's slot count.
+    void insert(std::uint32_t slot, std::size_t slots);
+    void erase(std::uint32_t slot, std::size_t slots);
   };
   struct LabelIndex {
     Members has_key;
-    ViewMap<Members> by_value;
+    SharedMap<Members> by_value;
+  };
+  // A NoSchedule/NoExecute taint (cordon included) and the slots of its nodes.
+  struct TaintIndex {
+    Taint taint;
+    NodeSet slots;
+  };
+  // A group's slots: [begin, end), and those of them no member holds.
+  struct GroupSlots {
+    std::uint32_t begin = 0;
+    std::uint32_t end = 0;
+    std::vector<std::uint32_t> free;
   };
 
   // Each writes its set of slots into `out`.
@@ -151,38 +204,36 @@ class Inventory {
   void match_field(const NodeSelectorRequirement& r, NodeSet& out) const;
   [[nodiscard]] const LabelIndex* label_index(std::string_view key) const;
   [[nodiscard]] NodeSet to_nodes(const NodeSet& slots) const;
+  // The same nodes built anew, without free slots or unused strings.
+  [[nodiscard]] Inventory compacted(const CompatDb& db) const;
 
-  // Every distinct string of the nodes (names, label keys and values),
-  // once; a deque, so that views of them stay valid, shared, so that they
-  // can outlive the inventory (see name_storage()).
-  std::shared_ptr<std::deque<std::string>> strings_ = std::make_shared<std::deque<std::string>>();
-  // The nodes, by index: name, labels (a range of node_labels_, sorted by
-  // key), taints (a range of node_taints_, indexes into taint_kinds_),
-  // cordon, extended resources (a range of node_resources_).
-  std::vector<std::uint32_t> node_name_;
-  std::vector<std::uint32_t> label_begin_;  // n + 1 offsets
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> node_labels_;
-  std::vector<std::uint32_t> taint_begin_;  // n + 1 offsets
-  std::vector<std::uint32_t> node_taints_;
-  std::vector<Taint> taint_kinds_;
-  std::vector<bool> unschedulable_;
-  std::vector<std::uint32_t> resource_begin_;  // n + 1 offsets
-  std::vector<std::pair<std::uint32_t, std::int64_t>> node_resources_;
+  // Shared, so that the strings can outlive the inventory (see name_storage()).
+  std::shared_ptr<StringPool> strings_ = std::make_shared<StringPool>();
+  std::uint64_t generation_ = 0;   // see shared_parts.h
+  std::size_t built_strings_ = 0;  // the pool's size when built
+  // The nodes, by index.
+  SharedArray<std::shared_ptr<const NodeRecord>, 5> nodes_;
+  SharedArray<std::uint32_t, 8> group_of_;
+  SharedArray<std::uint32_t, 8> slot_of_node_;
 
-  std::vector<NodeGroup> groups_;
-  std::vector<std::uint32_t> group_of_;
-  // Slots: the nodes ordered by group, then by position in the file. Every
-  // index below holds slots.
-  std::vector<std::uint32_t> slot_of_node_;
-  std::vector<std::uint32_t> node_at_slot_;
-  std::vector<std::string_view> slot_name_;  // of strings_
-  std::vector<std::size_t> group_begin_;  // group g: slots [group_begin_[g], group_begin_[g + 1])
-  ViewMap<LabelIndex> labels_;
-  ViewMap<std::uint32_t> by_name_;  // name -> node
-  // Distinct NoSchedule/NoExecute taints (cordon included) and their nodes.
-  std::vector<std::pair<Taint, NodeSet>> taints_;
-  // Extended resource -> (amount -> nodes with exactly that allocatable amount).
-  ViewMap<std::map<std::int64_t, NodeSet>> resources_;
+  std::vector<NodeGroup> groups_;  // members by node index
+  std::vector<GroupSlots> group_slots_;
+  // Group by facts_key() of its facts; groups without members, for reuse.
+  std::unordered_map<std::string, std::uint32_t> group_by_key_;
+  std::vector<std::uint32_t> free_groups_;
+
+  // Slots: every index below holds slots. A built inventory has the nodes
+  // ordered by group, then by position in the list, and no free slots.
+  std::size_t slot_count_ = 0;
+  Shared<NodeSet> live_;  // the slots that hold a node
+  SharedArray<std::uint32_t, 8> node_at_slot_;
+  SharedArray<std::string_view, 8> slot_name_;  // into strings_
+  // Keyed by views into strings_.
+  ViewMap<Shared<LabelIndex>> labels_;
+  SharedMap<std::uint32_t> by_name_;  // name -> node
+  std::vector<Shared<TaintIndex>> taints_;
+  // Extended resource -> (amount -> slots with exactly that allocatable amount).
+  ViewMap<Shared<std::map<std::int64_t, NodeSet>>> resources_;
   std::size_t unknown_gpu_nodes_ = 0;
   std::size_t gpu_nodes_ = 0;
 };

@@ -78,6 +78,12 @@ void NodeSet::assign(std::size_t universe, bool full) {
   if (full && universe % 64 != 0) words_.back() = (std::uint64_t{1} << (universe % 64)) - 1;
 }
 
+void NodeSet::resize(std::size_t universe) {
+  universe_ = universe;
+  words_.resize((universe + 63) / 64, 0);
+  if (universe % 64 != 0) words_.back() &= (std::uint64_t{1} << (universe % 64)) - 1;
+}
+
 void NodeSet::assign_and(const NodeSet& a, const NodeSet& b) {
   universe_ = a.universe_;
   words_.resize(a.words_.size());

@@ -32,6 +32,8 @@ class NodeSet {
   // scratch sets reset per use allocate only when the universe grows.
   void assign(std::size_t universe, bool full = false);
   void clear() { std::fill(words_.begin(), words_.end(), std::uint64_t{0}); }
+  // Changes the universe, keeping the members below it.
+  void resize(std::size_t universe);
   // this = a & b (same universe), without a temporary.
   void assign_and(const NodeSet& a, const NodeSet& b);
 

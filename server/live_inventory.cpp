@@ -1,5 +1,5 @@
 // Folding API-server Node lists and watch events into a new inventory, a
-// coalesced batch at a time, built from the one last published.
+// coalesced batch at a time, patched from the one last published.
 #include "server/live_inventory.h"
 
 #include <algorithm>
@@ -41,6 +41,18 @@ std::vector<kube::NodeChange> relevant_changes(std::vector<kube::NodeChange> cha
 
 Inventory apply_node_changes(const Inventory& old, const std::vector<kube::NodeChange>& changes,
                              const CompatDb& db) {
+  std::vector<NodeEdit> edits;
+  edits.reserve(changes.size());
+  for (const auto& change : changes) {
+    const bool upsert = change.kind == kube::NodeChange::Kind::upsert;
+    edits.push_back({change.name, upsert ? &change.node : nullptr});
+  }
+  return old.patched(edits, db);
+}
+
+Inventory rebuild_with_node_changes(const Inventory& old,
+                                    const std::vector<kube::NodeChange>& changes,
+                                    const CompatDb& db) {
   // The last word on each node named by an event: its new form, or removed.
   std::unordered_map<std::string_view, const kube::NodeChange*> last;
   last.reserve(changes.size());

@@ -4,16 +4,18 @@
 // read, published whole through a callback (ServerState::set_inventory).
 //
 // Events are coalesced: the first change after a publish arms a timer (the
-// coalescing delay, or as long as the last build took if that was longer,
-// so that building never takes more than about half a core however fast
+// coalescing delay, or as long as the last patch took if that was longer,
+// so that patching never takes more than about half a core however fast
 // events come), and every change that arrives before it fires goes into the
 // same new inventory, so a rollout that relabels hundreds of nodes in a second
-// costs a few builds, not hundreds, and a decision sees either the
+// costs a few patches, not hundreds, and a decision sees either the
 // inventory before a batch or the one after it, never part of one.
 //
-// The new inventory is built from the published one: unchanged nodes are
-// copied over from its compact form and only the nodes named by events
-// are read anew, so no second copy of the fleet's Node objects is kept.
+// The new inventory is the published one patched (Inventory::patched): only
+// the nodes named by events are read anew and indexed again, in time
+// proportional to them, and everything else is shared with the published
+// inventory, which decisions in flight keep reading unchanged. A list (the
+// first one, and a relist after 410 Gone) builds a whole new inventory.
 //
 // add_page(), replace_all() and apply() may be called from any thread; they
 // only queue.
@@ -43,12 +45,19 @@ namespace cudagate {
 [[nodiscard]] std::vector<kube::NodeChange> relevant_changes(std::vector<kube::NodeChange> changes,
                                                              const Inventory& current);
 
-// `old` with `changes` applied, in order (the last change of a node wins).
-// Unchanged nodes are copied from `old`'s compact form with the GPU facts
-// of their group, so only the changed nodes' facts are derived again.
+// `old` with `changes` applied, in order (the last change of a node wins),
+// as a patch of `old` (Inventory::patched): only the changed nodes' facts
+// are derived and only their index entries change.
 [[nodiscard]] Inventory apply_node_changes(const Inventory& old,
                                            const std::vector<kube::NodeChange>& changes,
                                            const CompatDb& db);
+
+// The same inventory built anew: unchanged nodes copied from `old`'s
+// compact form with the GPU facts of their group, then the changed ones.
+// What a patch is measured and checked against.
+[[nodiscard]] Inventory rebuild_with_node_changes(const Inventory& old,
+                                                  const std::vector<kube::NodeChange>& changes,
+                                                  const CompatDb& db);
 
 class LiveInventory {
  public:

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <memory>
@@ -41,6 +42,47 @@ NodeChange upsert(Node node) {
 
 NodeChange removal(const std::string& name) {
   return NodeChange{NodeChange::Kind::remove, name, Node{}};
+}
+
+// A watch batch is patched into the published inventory; the result
+// answers as the same nodes built anew, and the published one is unchanged.
+TEST(ApplyNodeChanges, PatchAnswersAsARebuild) {
+  std::vector<Node> nodes;
+  for (int i = 0; i < 40; ++i) {
+    nodes.push_back(gpu_node("gpu-" + std::to_string(i), i % 2 == 0 ? "535" : "550", "12.4"));
+  }
+  const Inventory published = Inventory::build(nodes, test_support::db());
+  std::vector<NodeChange> changes;
+  for (int i = 0; i < 40; i += 3)
+    changes.push_back(upsert(gpu_node("gpu-" + std::to_string(i), "570", "12.8")));
+  changes.push_back(removal("gpu-1"));
+  changes.push_back(upsert(gpu_node("gpu-new", "470", "11.4")));
+  const Inventory patched = apply_node_changes(published, changes, test_support::db());
+  const Inventory rebuilt = rebuild_with_node_changes(published, changes, test_support::db());
+
+  auto names = [](const Inventory& inv, std::string_view key, std::string_view value) {
+    std::vector<std::string> out;
+    inv.with_label(key, value).for_each([&](std::size_t i) {
+      out.push_back(inv.node_name(i));
+      return true;
+    });
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  ASSERT_EQ(patched.size(), 40U);
+  EXPECT_EQ(patched.size(), rebuilt.size());
+  for (const char* major : {"470", "535", "550", "570"}) {
+    EXPECT_EQ(names(patched, "nvidia.com/cuda.driver.major", major),
+              names(rebuilt, "nvidia.com/cuda.driver.major", major))
+        << major;
+  }
+  EXPECT_EQ(names(patched, "nvidia.com/cuda.driver.major", "570").size(), 14U);
+  EXPECT_FALSE(patched.index_of("gpu-1").has_value());
+  EXPECT_TRUE(patched.index_of("gpu-new").has_value());
+  // What decisions in flight read stays as it was.
+  EXPECT_EQ(published.size(), 40U);
+  EXPECT_TRUE(names(published, "nvidia.com/cuda.driver.major", "570").empty());
+  EXPECT_TRUE(published.index_of("gpu-1").has_value());
 }
 
 class LiveInventoryTest : public ::testing::Test {
