@@ -321,6 +321,7 @@ class TokenServer:
                              check=True, capture_output=True, timeout=60).stdout
         self.x5c = base64.b64encode(der).decode()
         self.issued = []  # (scope, granted) of every request
+        self.tokens = []  # every token handed out
         self.server = None
 
     @property
@@ -367,6 +368,7 @@ class TokenServer:
                                     "aud": query.get("service", [""])[0], "exp": now + 300,
                                     "nbf": now - 10, "iat": now, "jti": uuid.uuid4().hex,
                                     "access": access})
+                outer.tokens.append(token)
                 body = json.dumps({"token": token, "access_token": token, "expires_in": 300,
                                    "issued_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}).encode()
                 send(self, 200, {"Content-Type": "application/json"}, body)
