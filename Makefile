@@ -2,10 +2,15 @@
 #   make test    every test: scripts/test.sh (release, dev with sanitizers, fuzz)
 #   make bench   the Google Benchmark suite (release build), then the load
 #                comparison against ../shared/bench's peers (bench/compare.sh)
-.PHONY: test bench bench-micro bench-compare
+#   make fuzz    every libFuzzer target for 10 million runs (scripts/fuzz.sh;
+#                FUZZ_RUNS and FUZZ_SECONDS change that), one table of results
+.PHONY: test bench bench-micro bench-compare fuzz
 
 test:
 	scripts/test.sh
+
+fuzz:
+	scripts/fuzz.sh
 
 bench: bench-micro bench-compare
 
