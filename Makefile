@@ -4,13 +4,20 @@
 #                comparison against ../shared/bench's peers (bench/compare.sh)
 #   make fuzz    every libFuzzer target for 10 million runs (scripts/fuzz.sh;
 #                FUZZ_RUNS and FUZZ_SECONDS change that), one table of results
-.PHONY: test bench bench-micro bench-compare fuzz
+#   make soak    10 minutes of mixed load at 80% of peak with faults injected,
+#                connection abuse and SIGTERM under load (bench/soak.py)
+.PHONY: test bench bench-micro bench-compare fuzz soak
 
 test:
 	scripts/test.sh
 
 fuzz:
 	scripts/fuzz.sh
+
+soak:
+	cmake --preset release >/dev/null
+	cmake --build --preset release --target cudagate -j "$$(nproc)"
+	bench/soak.py --binary build/release/cudagate
 
 bench: bench-micro bench-compare
 

@@ -234,9 +234,11 @@ class Registry:
                       f"    issuer: {issuer}", f"    rootcertbundle: {bundle}"]
         return "\n".join(lines) + "\n"
 
-    def start(self):
+    def start(self, port=None):
+        """Starts on a free port, or on `port` (a restart where clients
+        already know the address)."""
         for _ in range(5):
-            self.port = free_port()
+            self.port = port or free_port()
             config = os.path.join(self.workdir, "config.yml")
             with open(config, "w") as f:
                 f.write(self._config())
