@@ -45,6 +45,7 @@
 #include "policy/node.h"
 #include "policy/pod.h"
 #include "policy/workload_reader.h"
+#include "types/quote.h"
 
 namespace cudagate {
 namespace {
@@ -94,17 +95,18 @@ bool template_changed(const AdmissionRequest& req) {
   return *now != *before;
 }
 
+// The API server validates names only after the mutating webhooks, so the
+// kind, namespace and name shown here may be anything: each is quoted and
+// bounded (a namespace is at most 63 bytes, a name 253).
 template <JsonView V>
 std::string subject_of(const ReviewRequest<V>& req) {
-  std::string out = req.kind.empty() ? std::string("object") : std::string(req.kind);
+  std::string out = req.kind.empty() ? std::string("object") : printable(req.kind, 63);
   if (!req.name.empty()) {
-    out += " \"";
-    if (!req.namespace_.empty()) {
-      out += req.namespace_;
-      out += '/';
-    }
-    out += req.name;
-    out += '"';
+    std::string full(req.namespace_.substr(0, 64));
+    if (!full.empty()) full += '/';
+    full += req.name.substr(0, 256);
+    out += ' ';
+    out += quote(full, 320);
   }
   return out;
 }

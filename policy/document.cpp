@@ -520,23 +520,35 @@ Expected<SourceDocuments> parse_yaml(std::string_view text, std::string_view sou
   return out;
 }
 
-}  // namespace
-
-Expected<SourceDocuments> parse_source_documents(std::string_view text, std::string_view source) {
-  const std::string_view body = skip_bom_and_blanks(text);
-  // nlohmann skips the blanks and a byte order mark itself, so offsets in
-  // its errors count from the start of the text as given.
-  if (!body.empty() && (body[0] == '{' || body[0] == '[')) return parse_json(text, source);
-  return parse_yaml(text, source);
-}
-
-namespace {
-
 // A line that starts a YAML document: "---" alone or followed by a blank.
 bool is_document_marker(std::string_view line) {
   return line.substr(0, 3) == "---" && (line.size() == 3 || line[3] == ' ' || line[3] == '\t' ||
                                         line[3] == '\r' || line[3] == '\n');
 }
+
+// One JSON value: the text starts as one, and no line of it starts a YAML
+// document (JSON strings hold no raw line breaks, so a "---" line is one).
+// JSON documents between "---" lines are a YAML stream, read as YAML.
+bool is_json_text(std::string_view text) {
+  const std::string_view body = skip_bom_and_blanks(text);
+  if (body.empty() || (body[0] != '{' && body[0] != '[')) return false;
+  for (std::size_t pos = body.find("\n---"); pos != std::string_view::npos;
+       pos = body.find("\n---", pos + 1)) {
+    if (is_document_marker(body.substr(pos + 1, 4))) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Expected<SourceDocuments> parse_source_documents(std::string_view text, std::string_view source) {
+  // nlohmann skips the blanks and a byte order mark itself, so offsets in
+  // its errors count from the start of the text as given.
+  if (is_json_text(text)) return parse_json(text, source);
+  return parse_yaml(text, source);
+}
+
+namespace {
 
 // One `---`-separated part of a YAML stream and the lines before it.
 struct YamlChunk {
@@ -591,8 +603,7 @@ std::vector<YamlChunk> split_yaml_stream(std::string_view text) {
 std::vector<Expected<SourceDocument>> parse_document_stream(std::string_view text,
                                                             std::string_view source) {
   std::vector<Expected<SourceDocument>> out;
-  const std::string_view body = skip_bom_and_blanks(text);
-  if (!body.empty() && (body[0] == '{' || body[0] == '[')) {
+  if (is_json_text(text)) {
     auto parsed = parse_json(text, source);
     if (!parsed) {
       out.emplace_back(parsed.error());

@@ -20,7 +20,7 @@ packages=(
   nlohmann-json3-dev libspdlog-dev libyaml-cpp-dev libcli11-dev libsimdjson-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   curl jq python3 python3-jsonpatch prometheus
-  docker-registry skopeo
+  docker-registry skopeo sslscan
   chromium python3-jsonschema python3-yaml
 )
 for arg in "$@"; do

@@ -133,6 +133,9 @@ AdmissionOutcome judge(Endpoint endpoint, std::string_view mode, const HttpReque
   return handle_admission(endpoint, mode, request.body().padded(), context);
 }
 
+// Longer than any valid name (253 bytes) or error message of ours.
+constexpr std::size_t kMaxLogValue = 1024;
+
 // The HTTP answer to a judged admission, counted and logged.
 HttpResponse record(AdmissionOutcome&& outcome, std::string_view endpoint_name,
                     const HttpRequest& request, const ServerState& state, WebhookMetrics& metrics,
@@ -163,14 +166,18 @@ HttpResponse record(AdmissionOutcome&& outcome, std::string_view endpoint_name,
   const bool refused = outcome.http_status != 200;
   std::string line;
   line.reserve(256);
+  // Names, namespaces and kinds come from the request and are not yet
+  // validated: each value is cut at kMaxLogValue bytes.
   auto member = [&line](std::string_view key, std::string_view value) {
     line += line.empty() ? '{' : ',';
     append_json_string(line, key);
     line += ':';
-    if (is_valid_utf8(value)) {
+    const bool cut = value.size() > kMaxLogValue;
+    if (cut) value = value.substr(0, kMaxLogValue);
+    if (is_valid_utf8(value) && !cut) {
       append_json_string(line, value);
     } else {
-      append_json_string(line, valid_utf8(value));
+      append_json_string(line, valid_utf8(value) + (cut ? "..." : ""));
     }
   };
   member("decision", decision);

@@ -55,6 +55,17 @@ constexpr std::size_t kLingerMaxBytes = 64 * 1024 * 1024;
 // Bounds the wait for the peer's close_notify after ours.
 constexpr std::chrono::seconds kCloseTime{1};
 constexpr std::chrono::milliseconds kAcceptRetry{100};
+// At the connection bound, a new connection takes the place of the oldest
+// one that has been open this long without sending a request, so that idle
+// connections cannot keep well-behaved clients out; at most
+// kMaxEvictionsInFlight such replacements are under way at once, which is
+// all the bound is ever exceeded by.
+constexpr std::chrono::seconds kEvictableAfter{1};
+constexpr std::size_t kMaxEvictionsInFlight = 16;
+// When the server drains, a connection that has sent no request yet gets
+// this long for its first one: the client may have written it already, as
+// Go's http.Server.Shutdown also assumes of new connections.
+constexpr std::chrono::seconds kFirstRequestWhileDraining{2};
 
 // A peer that goes away, at any point, is ordinary for a server.
 bool is_ordinary_disconnect(const beast::error_code& ec) {
@@ -111,6 +122,8 @@ struct TlsServer::Impl : std::enable_shared_from_this<TlsServer::Impl> {
   void on_accept(const beast::error_code& ec, tcp::socket socket);
   void session_closed(const Session* session);
   void fire_drained();
+  // Under `mutex`, at the bound: the session a new connection may replace.
+  std::shared_ptr<Session> idle_session_locked();
 
   net::io_context& ioc;
   const bool single_threaded;
@@ -164,10 +177,36 @@ class Session : public std::enable_shared_from_this<Session>, public Responder::
   // completes first (its response then closes the connection).
   void stop() {
     net::post(socket_.get_executor(), [self = shared_from_this()] {
-      if (self->phase_ == Phase::handshake || self->phase_ == Phase::awaiting) {
+      if (self->phase_ == Phase::handshake || (self->phase_ == Phase::awaiting && self->first_)) {
+        self->set_deadline(kFirstRequestWhileDraining);
+      } else if (self->phase_ == Phase::awaiting) {
         beast::error_code ignored;
         self->socket_.cancel(ignored);
       }
+    });
+  }
+
+  // For the acceptor, under the server's mutex: whether this connection has
+  // been open since before `cutoff` without a request, and is not being
+  // evicted already; claim_for_eviction() marks it as being evicted.
+  [[nodiscard]] bool evictable(std::chrono::steady_clock::time_point cutoff) const {
+    return accepted_ <= cutoff && !requested_.load(std::memory_order_relaxed) &&
+           !evicted_.load(std::memory_order_relaxed);
+  }
+  bool claim_for_eviction() { return !evicted_.exchange(true, std::memory_order_relaxed); }
+  [[nodiscard]] std::chrono::steady_clock::time_point accepted_at() const { return accepted_; }
+
+  // Cuts the connection off, as its deadline would, unless a request has
+  // begun meanwhile.
+  void evict() {
+    net::post(socket_.get_executor(), [self = shared_from_this()] {
+      if (self->phase_ != Phase::handshake && self->phase_ != Phase::awaiting) return;
+      spdlog::debug("connection from {} closed for a new one: no request after {} s", self->peer_,
+                    kEvictableAfter.count());
+      self->timed_out_ = true;
+      beast::error_code ignored;
+      self->socket_.shutdown(tcp::socket::shutdown_both, ignored);
+      self->socket_.cancel(ignored);
     });
   }
 
@@ -315,7 +354,10 @@ class Session : public std::enable_shared_from_this<Session>, public Responder::
   }
 
   void await_request() {
-    if (server_->draining.load()) return close();
+    if (server_->draining.load()) {
+      if (!first_) return close();
+      set_deadline(kFirstRequestWhileDraining);
+    }
     if (buffer_.size() > 0) return read_header();  // pipelined: already here
     phase_ = Phase::awaiting;
     if (!first_) set_deadline(limits_.idle_timeout);
@@ -343,6 +385,7 @@ class Session : public std::enable_shared_from_this<Session>, public Responder::
   // without a further asynchronous step.
   void read_header() {
     phase_ = Phase::reading;
+    if (first_) requested_.store(true, std::memory_order_relaxed);
     // Cleared here: the parser's body reader, which clears it too, is not
     // called at all for a request without a body.
     spare_body_.clear();
@@ -603,6 +646,9 @@ class Session : public std::enable_shared_from_this<Session>, public Responder::
   Phase phase_ = Phase::handshake;
   bool first_ = true;
   bool linger_ = false;
+  const Clock::time_point accepted_ = Clock::now();
+  std::atomic<bool> requested_{false};
+  std::atomic<bool> evicted_{false};
   std::size_t lingered_ = 0;
 };
 
@@ -637,12 +683,14 @@ void TlsServer::Impl::on_accept(const beast::error_code& ec, tcp::socket socket)
   // The session is started, and its last reference may drop, only after the
   // lock is released: its destructor takes the lock.
   std::shared_ptr<Session> session;
+  std::shared_ptr<Session> evicted;
   bool rejected = false;
   {
     const std::lock_guard lock(mutex);
+    if (open.load() >= limits.max_connections && !draining.load()) evicted = idle_session_locked();
     if (draining.load()) {
       socket.close(ignored);
-    } else if (open.load() >= limits.max_connections) {
+    } else if (open.load() >= limits.max_connections && !evicted) {
       socket.close(ignored);
       rejected = true;
     } else {
@@ -660,11 +708,29 @@ void TlsServer::Impl::on_accept(const beast::error_code& ec, tcp::socket socket)
     spdlog::warn("connection closed: {} connections already open (--max-connections)",
                  limits.max_connections);
   }
+  if (evicted) evicted->evict();
   if (session) {
     if (metrics != nullptr) metrics->connection_opened();
     session->run();
   }
   accept();
+}
+
+std::shared_ptr<Session> TlsServer::Impl::idle_session_locked() {
+  if (open.load() >= limits.max_connections + kMaxEvictionsInFlight) return nullptr;
+  // Sessions still in the map are alive: a destructor takes the mutex first.
+  const auto cutoff = std::chrono::steady_clock::now() - kEvictableAfter;
+  const Session* oldest = nullptr;
+  for (const auto& [ptr, weak] : sessions) {
+    if (ptr->evictable(cutoff) &&
+        (oldest == nullptr || ptr->accepted_at() < oldest->accepted_at())) {
+      oldest = ptr;
+    }
+  }
+  if (oldest == nullptr) return nullptr;
+  auto victim = sessions.at(oldest).lock();
+  if (!victim || !victim->claim_for_eviction()) return nullptr;
+  return victim;
 }
 
 void TlsServer::Impl::session_closed(const Session* session) {

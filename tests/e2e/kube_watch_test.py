@@ -470,6 +470,22 @@ class CredentialsTest(KubeTestCase):
     tokens = ("token-one",)
     client_ca = True
 
+    def tearDown(self):
+        super().tearDown()
+        # Logged at debug level, through refusals and rotations, yet no
+        # token and no part of the client key ever shows in the log.
+        with open(os.path.join(self.certs, "client.key")) as f:
+            key = f.read()
+        secrets = ["token-one", "token-two", "not-the-token",
+                   base64.b64encode(key.encode()).decode()[:48]]
+        secrets += [line for line in key.splitlines() if line and not line.startswith("-----")]
+        for webhook in self.webhooks:
+            with open(webhook.log_path, errors="replace") as f:
+                log = f.read()
+            self.assertTrue(log)
+            for secret in secrets:
+                self.assertNotIn(secret, log)
+
     def test_wrong_token_is_refused_until_the_file_is_fixed(self):
         user, path = self.token_user("not-the-token")
         webhook = self.webhook(user, wait_ready=False)

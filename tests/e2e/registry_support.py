@@ -234,9 +234,11 @@ class Registry:
                       f"    issuer: {issuer}", f"    rootcertbundle: {bundle}"]
         return "\n".join(lines) + "\n"
 
-    def start(self):
+    def start(self, port=None):
+        """Starts on a free port, or on `port` (a restart where clients
+        already know the address)."""
         for _ in range(5):
-            self.port = free_port()
+            self.port = port or free_port()
             config = os.path.join(self.workdir, "config.yml")
             with open(config, "w") as f:
                 f.write(self._config())
@@ -321,6 +323,7 @@ class TokenServer:
                              check=True, capture_output=True, timeout=60).stdout
         self.x5c = base64.b64encode(der).decode()
         self.issued = []  # (scope, granted) of every request
+        self.tokens = []  # every token handed out
         self.server = None
 
     @property
@@ -367,6 +370,7 @@ class TokenServer:
                                     "aud": query.get("service", [""])[0], "exp": now + 300,
                                     "nbf": now - 10, "iat": now, "jti": uuid.uuid4().hex,
                                     "access": access})
+                outer.tokens.append(token)
                 body = json.dumps({"token": token, "access_token": token, "expires_in": 300,
                                    "issued_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}).encode()
                 send(self, 200, {"Content-Type": "application/json"}, body)

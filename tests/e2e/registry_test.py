@@ -16,6 +16,7 @@ client.
     python3 registry_test.py --binary build/dev/cudagate --source .
 """
 
+import base64
 import http.client
 import json
 import os
@@ -333,7 +334,7 @@ class TlsAndAuthRegistries(RegistryTestCase):
         cls.push_all(cls.token.host, ["cuda"], creds="puller:token-pass-456")
 
     def credentials(self, name, auths):
-        return self.write(name, {"auths": {host: {"auth": __import__("base64").b64encode(
+        return self.write(name, {"auths": {host: {"auth": base64.b64encode(
             f"{user}:{password}".encode()).decode()} for host, (user, password) in auths.items()}})
 
     def test_tls_verified_against_the_ca_file(self):
@@ -363,7 +364,7 @@ class TlsAndAuthRegistries(RegistryTestCase):
         self.assertEqual(record["verdict"], "unknown")
         self.assertIn("401", stderr)
         self.assertNotIn("Wr0ng-Secret", stderr)
-        self.assertNotIn(__import__("base64").b64encode(b"ml-robot:Wr0ng-Secret").decode(), stderr)
+        self.assertNotIn(base64.b64encode(b"ml-robot:Wr0ng-Secret").decode(), stderr)
 
     def test_token_auth_with_the_registrys_challenge(self):
         creds = self.credentials("token.json", {self.token.host: ("puller", "token-pass-456")})
@@ -373,6 +374,11 @@ class TlsAndAuthRegistries(RegistryTestCase):
         self.assertEqual(record["containers"][0]["cuda"]["source"], "registry", stderr)
         scopes = [s for s, granted in self.issuer.issued[before:] if granted]
         self.assertEqual(scopes, [["repository:ml/cuda:pull"]])
+        # Logged at debug level, yet neither the credentials nor the token show.
+        self.assertTrue(self.issuer.tokens)
+        for secret in ["token-pass-456", base64.b64encode(b"puller:token-pass-456").decode(),
+                       *self.issuer.tokens, *(t.split(".")[2] for t in self.issuer.tokens)]:
+            self.assertNotIn(secret, stderr)
         # Without credentials the issuer refuses, and the image is unknown.
         anonymous, stderr = self.check(f"{self.token.host}/ml/cuda:12.4", FLEET_535,
                                        self.policy("anon.yaml", insecure=[self.token.host],

@@ -782,6 +782,44 @@ class ConnectionBoundTest(ServerTestCase):
             conn.close()
 
 
+class IdleConnectionEvictionTest(ServerTestCase):
+    """At the bound, a connection that has sent no request for a second gives
+    its place to a new one; the header timeout is far off, so only that can
+    free the place."""
+
+    server_args = ("--max-connections", "3", "--header-timeout", "60s")
+
+    def test_idle_connections_give_way_to_a_new_client(self):
+        idle = [socket.create_connection(("127.0.0.1", self.server.port), timeout=10)
+                for _ in range(3)]
+        try:
+            start = time.monotonic()
+            poll_until(lambda: ConnectionBoundTest._healthz_ok(self), 20,
+                       "a new client served despite three idle connections")
+            self.assertLess(time.monotonic() - start, 30)
+            closed = [s for s in idle if is_closed(s, 5)]
+            self.assertGreaterEqual(len(closed), 1, "no idle connection was closed")
+        finally:
+            for s in idle:
+                s.close()
+
+    def test_a_connection_that_sent_a_request_is_not_evicted(self):
+        busy = [self.server.connect() for _ in range(3)]
+        try:
+            for conn in busy:
+                conn.request("GET", "/healthz")
+                self.assertEqual(conn.getresponse().read(), b"ok\n")
+            # Kept alive after a request: a new client is refused, not them.
+            threading.Event().wait(1.5)
+            self.assertFalse(ConnectionBoundTest._healthz_ok(self))
+            for conn in busy:
+                conn.request("GET", "/healthz")
+                self.assertEqual(conn.getresponse().read(), b"ok\n")
+        finally:
+            for conn in busy:
+                conn.close()
+
+
 class RotationTest(ServerTestCase):
     """Certificate rotation under load."""
 
@@ -1063,6 +1101,34 @@ class ShutdownTest(unittest.TestCase):
                 self.assertTrue(res.will_close, "draining responses close the connection")
                 s.close()
             self.assertEqual(server.proc.wait(timeout=20), 0, server.log_tail())
+        finally:
+            server.stop()
+
+    def test_a_new_connection_gets_its_first_request_answered(self):
+        server = Server(self.tmp, self.certs, "--shutdown-grace", "20s",
+                        threads=self.threads).start()
+        try:
+            fresh = server.tls_socket()  # handshake done, request not yet sent
+            silent = server.tls_socket()
+            start = time.monotonic()
+            server.proc.send_signal(signal.SIGTERM)
+            poll_until(lambda: self.listener_closed(server), 10, "the listener to close")
+            uid, body = review()
+            fresh.sendall(f"POST /validate HTTP/1.1\r\nHost: localhost\r\n"
+                          f"Content-Type: application/json\r\nContent-Length: {len(body)}"
+                          "\r\n\r\n".encode() + body)
+            res = http.client.HTTPResponse(fresh)
+            res.begin()
+            data = res.read()
+            self.assertEqual(res.status, 200, data)
+            self.assertEqual(json.loads(data)["response"]["uid"], uid)
+            self.assertTrue(res.will_close)
+            fresh.close()
+            # One that never sends a request does not hold the drain for the grace.
+            self.assertTrue(is_closed(silent, 15), "silent new connection not closed")
+            self.assertEqual(server.proc.wait(timeout=20), 0, server.log_tail())
+            self.assertLess(time.monotonic() - start, 15)
+            silent.close()
         finally:
             server.stop()
 

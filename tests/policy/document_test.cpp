@@ -244,6 +244,12 @@ TEST(Document, JsonIsRecognisedByItsFirstCharacter) {
   ASSERT_TRUE(bom) << bom.error().str();
   EXPECT_EQ((*bom)[0]["a"], 1);
 
+  // JSON documents between "---" lines are a YAML stream.
+  auto stream = parse_documents("{\"kind\": \"Pod\"}\n---\n{\"kind\": \"Node\"}\n", "p.yaml");
+  ASSERT_TRUE(stream) << stream.error().str();
+  ASSERT_EQ(stream->size(), 2U);
+  EXPECT_EQ((*stream)[1]["kind"], "Node");
+
   // Without a brace it is YAML, and YAML's flow style reads JSON-like text.
   auto yaml = parse_documents("kind: Pod\nspec: {\"a\": [1, 2]}\n", "p.yaml");
   ASSERT_TRUE(yaml);
@@ -287,6 +293,12 @@ TEST(DocumentStream, EachDocumentIsReadOnItsOwn) {
       {"--- {name: a}\n--- {name: b}\n", {"a", "b"}},
       {"{\"name\": \"a\"}", {"a"}},
       {"{\"name\": ", {"!s.yaml:1:10"}},
+      // JSON documents between "---" lines, as a YAML stream holds them.
+      {"{\"name\": \"a\"}\n---\n{\"name\": \"b\"}\n", {"a", "b"}},
+      {"{\"name\": \"a\"}\n--- \n[1]\n---\n{\"name\": \"c\"}", {"a", "[1]", "c"}},
+      // A "---" inside a JSON string is no marker: JSON strings hold no raw line break.
+      {"{\"name\": \"a\\n---\\nb\"}", {"a\n---\nb"}},
+      {"{\"name\":\n\"---x\"}", {"---x"}},
   };
   for (const auto& row : rows) {
     const auto docs = parse_document_stream(row.text, "s.yaml");
