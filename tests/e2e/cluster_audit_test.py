@@ -310,6 +310,31 @@ class AuditCluster(ClusterTestCase):
         expected = self.audit(self.file, "--nodes", self.nodes_file, "--format", "json")
         self.assertEqual(json.loads(result.stdout), json.loads(expected.stdout))
 
+    def test_an_expired_continue_token_lists_again_from_the_first_page(self):
+        self.api.continue_gate.clear()
+        full_env = dict(os.environ, SOURCE_DATE_EPOCH=EPOCH, NO_COLOR="1")
+        full_env.pop("KUBECONFIG", None)
+        proc = subprocess.Popen([BINARY, "audit", "--offline", "--cluster", "--kubeconfig",
+                                 self.kubeconfig, "--nodes", self.nodes_file, "--format", "json"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=full_env, cwd=self.dir)
+        try:
+            poll_until(lambda: self.api.requests_where(
+                lambda r: r["path"] == "/api/v1/pods" and "continue" in r["query"]),
+                TIMEOUT, "the second page of pods to be asked for")
+            # etcd compacted while the list was in progress: the token is too old.
+            self.api.compact()
+        finally:
+            self.api.continue_gate.set()
+        out, err = proc.communicate(timeout=120)
+        self.assertIn(proc.returncode, (0, 1), err)
+        pods = self.api.requests_where(lambda r: r["path"] == "/api/v1/pods")
+        self.assertEqual(pods[1]["status"], 410)
+        self.assertNotIn("continue", pods[2]["query"])  # from the first page again
+        expected = self.audit(os.path.basename(self.file), "--nodes", self.nodes_file,
+                              "--format", "json")
+        self.assertEqual(json.loads(out), json.loads(expected.stdout))
+
     def test_errors_from_the_server_are_reported(self):
         self.api.fail(500, count=10)
         result = self.cluster("--nodes", self.nodes_file)
@@ -399,6 +424,7 @@ class BackgroundAudit(ClusterTestCase):
         # Nothing was written without --write-reports.
         self.assertEqual(self.api.applied, [])
         self.assert_calls_are_rows({"inventory", "background-audit"})
+        server_test.assert_promtool_accepts(self, w.get("/metrics")[1])
 
     def wait_reports(self, resource, expected, what):
         def current():
