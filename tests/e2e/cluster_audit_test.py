@@ -289,6 +289,24 @@ class AuditCluster(ClusterTestCase):
         self.assertIn("/apis/batch/v1/namespaces/ml/cronjobs", workload_paths)
         self.assertTrue(all("/namespaces/ml/" in p for p in workload_paths), workload_paths)
 
+    def test_credentials_from_an_exec_plugin(self):
+        plugin = os.path.join(self.dir, "credential-plugin")
+        kube_watch_test.write(plugin, "\n".join([
+            f"#!{sys.executable}",
+            "import json",
+            "print(json.dumps({'kind': 'ExecCredential',",
+            "                  'apiVersion': 'client.authentication.k8s.io/v1',",
+            "                  'status': {'token': 'test-token'}}))",
+        ]) + "\n", mode=0o700)
+        config = kube_watch_test.kubeconfig(self.dir, self.api.url, [
+            "exec:", "  apiVersion: client.authentication.k8s.io/v1",
+            "  command: ./credential-plugin", "  interactiveMode: Never"], "exec")
+        result = self.audit("--cluster", "--kubeconfig", config, "--format", "json")
+        self.assertIn(result.returncode, (0, 1), result.stderr)
+        self.assertTrue(json.loads(result.stdout))
+        tokens = {r["token"] for r in self.api.requests_where(lambda r: True)}
+        self.assertEqual(tokens, {"test-token"})
+
     def test_refused_credentials_are_an_error_naming_the_server(self):
         config = kube_watch_test.kubeconfig(self.dir, self.api.url, ["token: wrong"], "bad")
         result = self.audit("--cluster", "--kubeconfig", config)
