@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -158,6 +160,21 @@ void BackgroundAudit::run_once() {
     }
     audit.workloads.push_back(std::move(audited));
   }
+  // Workloads that went away leave /reports with the run that no longer finds them.
+  std::set<std::tuple<std::string, std::string, std::string>> seen;
+  for (const AuditedWorkload& w : audit.workloads) {
+    const ResourceRef& r = w.decision.resource;
+    seen.emplace(r.namespace_, r.kind, r.name);
+  }
+  for (const auto& [ns, kind, name] : last_seen_) {
+    if (seen.contains({ns, kind, name})) continue;
+    ResourceRef gone;
+    gone.namespace_ = ns;
+    gone.kind = kind;
+    gone.name = name;
+    state_.reports().forget(gone);
+  }
+  last_seen_ = std::move(seen);
   const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
   metrics_.audit_workloads(by_verdict);
 

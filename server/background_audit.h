@@ -10,7 +10,8 @@
 // of every Pod would keep the cluster's pods in memory for a judgement
 // made once an interval), judges each workload once (a Pod of a controller
 // as that controller) against the current inventory and policy, and
-// records the decisions in the ReportStore and the metrics; with
+// records the decisions in the ReportStore (where a workload the previous
+// run found and this one does not is forgotten) and the metrics; with
 // write_reports, it also keeps one PolicyReport or Report per namespace in
 // the cluster (server/report_writer.h). Image configs come from the
 // registry cache only: an image not cached is looked up in the background
@@ -26,7 +27,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <set>
+#include <string>
 #include <thread>
+#include <tuple>
 
 #include "kube/cluster_config.h"
 #include "registry/registry_client.h"
@@ -73,6 +77,10 @@ class BackgroundAudit {
   ServerState& state_;
   WebhookMetrics& metrics_;
   RegistryClient* registry_;
+
+  // On the audit's thread: the workloads the last run found, whose kept
+  // decisions are forgotten once a run no longer finds them.
+  std::set<std::tuple<std::string, std::string, std::string>> last_seen_;
 
   std::mutex mutex_;  // guards what follows
   std::condition_variable wake_;

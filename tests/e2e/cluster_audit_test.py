@@ -439,6 +439,10 @@ class BackgroundAudit(ClusterTestCase):
                    "cudagate_audit_workloads{verdict=fail} to be 1")
         self.assertEqual(w.metric("cudagate_audit_workloads", verdict="pass"), 0)
         self.assertGreater(w.metric("cudagate_audit_runs_total", result="success"), runs)
+        # The deployment is deleted: it leaves /reports at the next run.
+        self.api.remove_object("Deployment", "ml", "trainer")
+        poll_until(lambda: key not in w.reports("ml"), TIMEOUT,
+                   "/reports to drop the deleted deployment")
         # Nothing was written without --write-reports.
         self.assertEqual(self.api.applied, [])
         self.assert_calls_are_rows({"inventory", "background-audit"})
