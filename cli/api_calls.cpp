@@ -6,8 +6,10 @@
 
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <memory>
 
 #include "cli/commands.h"
+#include "cli/common.h"
 
 namespace cudagate {
 
@@ -19,7 +21,12 @@ void add_api_calls_command(CLI::App& app) {
       "\"patch\"), group (\"\" is the core API) and when the call is made: inventory (serve\n"
       "--in-cluster/--kubeconfig), background-audit (serve --audit-interval), write-reports\n"
       "(serve --write-reports), audit-cluster (audit --cluster).");
-  command->callback([] { std::cout << kube::api_calls_json() << std::flush; });
+  auto options = std::make_shared<cli::CommonOptions>();
+  cli::add_common_options(*command, *options);  // accepted, as by every subcommand; none is read
+  command->callback([options] {
+    cli::setup_logging(*options);
+    std::cout << kube::api_calls_json() << std::flush;
+  });
 }
 
 }  // namespace cudagate
