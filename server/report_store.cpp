@@ -47,6 +47,14 @@ void ReportStore::record(Decision decision) {
   }
 }
 
+void ReportStore::forget(const ResourceRef& workload) {
+  std::lock_guard lock(mutex_);
+  const auto it = index_.find(Key{workload.namespace_, workload.kind, workload.name});
+  if (it == index_.end()) return;
+  entries_.erase(it->second);
+  index_.erase(it);
+}
+
 std::vector<Decision> ReportStore::latest(std::string_view namespace_) const {
   std::vector<Decision> out;
   std::lock_guard lock(mutex_);

@@ -35,6 +35,10 @@ class ReportStore {
   // Keeps `decision` as the latest of its workload.
   void record(Decision decision);
 
+  // Drops the kept decision of a workload, if any (one that no longer
+  // exists in the cluster).
+  void forget(const ResourceRef& workload);
+
   // The kept decisions, of `namespace_` only unless it is empty, ordered by
   // namespace, kind and name.
   [[nodiscard]] std::vector<Decision> latest(std::string_view namespace_ = {}) const;

@@ -41,6 +41,19 @@ TEST(ReportStore, KeepsTheLatestDecisionPerWorkload) {
   EXPECT_TRUE(store.latest("none").empty());
 }
 
+TEST(ReportStore, ForgetsAWorkloadThatWentAway) {
+  ReportStore store(2);
+  store.record(decision("ml", "a", Verdict::fail));
+  store.record(decision("ml", "b", Verdict::pass));
+  store.forget(ResourceRef{"v1", "Pod", "ml", "a"});
+  store.forget(ResourceRef{"v1", "Pod", "ml", "gone"});           // never kept: nothing happens
+  store.forget(ResourceRef{"apps/v1", "Deployment", "ml", "b"});  // another kind
+  EXPECT_EQ(names(store.latest()), (std::vector<std::string>{"ml/b:pass"}));
+  // The room is free again: both fit.
+  store.record(decision("ml", "c", Verdict::pass));
+  EXPECT_EQ(names(store.latest()), (std::vector<std::string>{"ml/b:pass", "ml/c:pass"}));
+}
+
 TEST(ReportStore, DropsTheLeastRecentlyJudgedWhenFull) {
   ReportStore store(2);
   store.record(decision("ml", "a", Verdict::pass));
