@@ -21,6 +21,8 @@
 # kubernetes.io/tls Secret cudagate-tls (tls.crt, tls.key, ca.crt) in the
 # namespace, and ca-bundle.yaml, the JSON patch that puts the CA into the
 # caBundle of every webhook of the base's webhook configurations.
+# --also-trust FILE adds FILE's CA certificates to that caBundle and to the
+# Secret's ca.crt, for a CA rotation (README, "Certificate rotation").
 #
 # Progress goes to stderr; the last line on stdout is the base64 CA bundle for
 # a ValidatingWebhookConfiguration's or MutatingWebhookConfiguration's caBundle.
@@ -34,6 +36,7 @@ days=365
 ca_days=3650
 renew=0
 overlay=""
+also_trust=""
 
 usage() {
   cat <<EOF
@@ -46,6 +49,7 @@ usage: $(basename "$0") [--out DIR] [--service NAME] [--namespace NAME] [--days 
   --renew            re-issue the server and client certificates even if valid
   --overlay DIR      also write DIR/generated/secret.yaml and ca-bundle.yaml for the
                      kustomize overlay manifests/overlays/self-signed
+  --also-trust FILE  with --overlay: trust FILE's CA certificates too (CA rotation)
 EOF
 }
 
@@ -67,6 +71,8 @@ while [ $# -gt 0 ]; do
     --renew) renew=1; shift ;;
     --overlay) [ $# -ge 2 ] || die "--overlay needs a directory"; overlay="$2"; shift 2 ;;
     --overlay=*) overlay="${1#*=}"; shift ;;
+    --also-trust) [ $# -ge 2 ] || die "--also-trust needs a file"; also_trust="$2"; shift 2 ;;
+    --also-trust=*) also_trust="${1#*=}"; shift ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument: $1" ;;
   esac
@@ -81,6 +87,10 @@ if [ -n "$overlay" ]; then
   [ -f "$overlay/kustomization.yaml" ] || die "--overlay: no kustomization.yaml in \"$overlay\""
   webhooks_file="$overlay/../../base/webhooks.yaml"
   [ -f "$webhooks_file" ] || die "--overlay: expected the base's webhooks at $webhooks_file"
+fi
+if [ -n "$also_trust" ]; then
+  [ -n "$overlay" ] || die "--also-trust goes with --overlay"
+  openssl x509 -in "$also_trust" -noout 2>/dev/null || die "--also-trust: no PEM certificate in \"$also_trust\""
 fi
 
 mkdir -p "$out"
@@ -209,6 +219,7 @@ write_overlay() {
   count=$(awk '/^kind: ValidatingWebhookConfiguration/ { v = 1 } v && /^- name: / { n++ } END { print n + 0 }' \
     "$webhooks_file")
   [ "$count" -gt 0 ] || die "--overlay: no webhooks found in $webhooks_file"
+  cat "$out/ca.crt" ${also_trust:+"$also_trust"} >"$work/trusted.crt"
   {
     echo "# Written by certs/dev-certs.sh: the serving certificate of cudagate.$namespace.svc."
     echo "apiVersion: v1"
@@ -222,14 +233,14 @@ write_overlay() {
     echo "data:"
     echo "  tls.crt: $(base64 -w0 "$out/server.crt")"
     echo "  tls.key: $(base64 -w0 "$out/server.key")"
-    echo "  ca.crt: $(base64 -w0 "$out/ca.crt")"
+    echo "  ca.crt: $(base64 -w0 "$work/trusted.crt")"
   } >"$work/secret.yaml"
   {
-    echo "# Written by certs/dev-certs.sh: the CA of $out/ca.crt as every webhook's caBundle."
+    echo "# Written by certs/dev-certs.sh: the CA of $out/ca.crt${also_trust:+ and $also_trust} as every webhook's caBundle."
     for ((i = 0; i < count; i++)); do
       echo "- op: add"
       echo "  path: /webhooks/$i/clientConfig/caBundle"
-      echo "  value: $(base64 -w0 "$out/ca.crt")"
+      echo "  value: $(base64 -w0 "$work/trusted.crt")"
     done
   } >"$work/ca-bundle.yaml"
   chmod 600 "$work/secret.yaml"

@@ -359,6 +359,53 @@ class RenderTest(ManifestTest):
         self.assertNotEqual(wrong.returncode, 0)
 
 
+class RotationTest(ManifestTest):
+    def test_ca_rotation_trusts_both_cas_in_turn(self):
+        """README's recipe: a new CA is trusted beside the old before any
+        server certificate it signs is served, and dropped after."""
+        work = tempfile.mkdtemp(dir=Rendered.work)
+        overlay = os.path.join(work, "manifests", "overlays", "self-signed")
+        shutil.copytree(os.path.join(SOURCE, "manifests"), os.path.join(work, "manifests"),
+                        ignore=shutil.ignore_patterns("generated"))
+        old, new = os.path.join(work, "old"), os.path.join(work, "new")
+        script = os.path.join(SOURCE, "certs", "dev-certs.sh")
+
+        def step(out, *extra):
+            done = run(["bash", script, "--out", out, "--overlay", overlay, *extra])
+            self.assertEqual(done.returncode, 0, done.stderr)
+            objects = [o for o in yaml.safe_load_all(
+                run([kubectls()[0][1], "kustomize", overlay]).stdout) if o]
+            bundle = base64.b64decode(
+                one(objects, "ValidatingWebhookConfiguration")["webhooks"][0]["clientConfig"]
+                ["caBundle"])
+            secret = one(objects, "Secret", "cudagate-tls")["data"]
+            self.assertEqual(base64.b64decode(secret["ca.crt"]), bundle)
+            path = os.path.join(work, "bundle.pem")
+            with open(path, "wb") as f:
+                f.write(bundle)
+            served = os.path.join(work, "served.crt")
+            with open(served, "wb") as f:
+                f.write(base64.b64decode(secret["tls.crt"]))
+            trusts = {}
+            for name, leaf in (("old", os.path.join(old, "server.crt")),
+                               ("new", os.path.join(new, "server.crt")), ("served", served)):
+                verify = run(["openssl", "verify", "-CAfile", path, leaf])
+                trusts[name] = verify.returncode == 0
+            return bundle.count(b"BEGIN CERTIFICATE"), trusts
+
+        self.assertEqual(step(old)[0], 1)
+        made = run(["bash", script, "--out", new])
+        self.assertEqual(made.returncode, 0, made.stderr)
+        # 1. Trust the new CA too; still serve the old certificate.
+        self.assertEqual(step(old, "--also-trust", os.path.join(new, "ca.crt")),
+                         (2, {"old": True, "new": True, "served": True}))
+        # 2. Serve the new certificate; the old CA still trusted.
+        self.assertEqual(step(new, "--also-trust", os.path.join(old, "ca.crt")),
+                         (2, {"old": True, "new": True, "served": True}))
+        # 3. Drop the old CA.
+        self.assertEqual(step(new), (1, {"old": False, "new": True, "served": True}))
+
+
 class SchemaTest(ManifestTest):
     def validate(self, entries):
         path = os.path.join(Rendered.work, f"objects-{len(entries)}.json")
