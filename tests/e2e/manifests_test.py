@@ -275,6 +275,11 @@ class RenderTest(ManifestTest):
         self.assertEqual(pdb["spec"]["selector"], spec["selector"])
         self.assertLess(pdb["spec"]["minAvailable"], spec["replicas"])
         self.assertEqual(spec["strategy"]["rollingUpdate"]["maxUnavailable"], 0)
+        quota = one(objects, "ResourceQuota")["spec"]
+        self.assertIn(pod["priorityClassName"],
+                      quota["scopeSelector"]["matchExpressions"][0]["values"])
+        self.assertGreaterEqual(int(quota["hard"]["pods"]),
+                                spec["replicas"] + spec["strategy"]["rollingUpdate"]["maxSurge"])
 
         self.assertTrue(pod["securityContext"]["runAsNonRoot"])
         self.assertGreater(pod["securityContext"]["runAsUser"], 0)
