@@ -1096,8 +1096,11 @@ class ContainerfileTest(ManifestTest):
             self.assertIn("install ok installed", out.stdout, f"{p} is not a Debian 12 package "
                           "install-deps.sh installs")
         self.assertIn("scripts/container-rootfs.sh", text)
+        # podman and buildah read .containerignore, docker .dockerignore.
         with open(os.path.join(SOURCE, ".containerignore")) as f:
             ignored = f.read().split()
+        with open(os.path.join(SOURCE, ".dockerignore")) as f:
+            self.assertEqual(f.read().split(), ignored)
         for secret in ("certs/dev/", "certs/cluster/", "manifests/overlays/self-signed/generated/",
                        "build/"):
             self.assertIn(secret, ignored)
