@@ -71,6 +71,8 @@ CLUSTER_SCOPED = {
     "MutatingWebhookConfiguration",
     "ValidatingWebhookConfiguration",
 }
+# serve flags that need --in-cluster or --kubeconfig (the background audit).
+CLUSTER_ONLY_FLAGS = {"audit-interval", "write-reports", "report-api", "max-report-results"}
 # What kustomize v5 says of the fields it still reads for v2.0.3's sake.
 DEPRECATION = re.compile(
     r"^# Warning: '(bases|patchesStrategicMerge|patchesJson6902)' is deprecated\."
@@ -852,7 +854,8 @@ class BinaryTest(ManifestTest):
         """Starts cudagate with the Deployment's flags (files where the volumes
         put them, under a temporary root; --nodes for --in-cluster, there being
         no API server) and calls every probe, webhook path and the
-        ServiceMonitor's path as the kubelet, the API server and Prometheus do."""
+        ServiceMonitor's path as the kubelet, the API server and Prometheus do.
+        The background audit's flags, which need the cluster, are left out."""
         overlay = "prometheus"
         objects = Rendered.objects[overlay]
         root = tempfile.mkdtemp(dir=Rendered.work)
@@ -871,6 +874,8 @@ class BinaryTest(ManifestTest):
         port = free_port()
         argv = [BINARY, "serve"]
         for flag, value in args.items():
+            if flag in CLUSTER_ONLY_FLAGS:
+                continue  # without an API server; that serve takes it is tested above
             if flag == "in-cluster":
                 argv.append("--nodes=" + os.path.join(SOURCE, "examples", "nodes.yaml"))
             elif flag == "listen":
