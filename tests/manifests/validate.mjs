@@ -1,5 +1,6 @@
 // Validates rendered Kubernetes objects against the API's own OpenAPI schemas,
-// as kubernetes-models (core, Kubernetes 1.34+) and @kubernetes-models/cert-manager
+// as kubernetes-models (core: a current Kubernetes, 1.35 or newer, whose PodSpec
+// already has schedulingGroup) and @kubernetes-models/cert-manager
 // and /prometheus-operator (their CRDs) carry them:
 //
 //   1. the model's validate(): the JSON Schema compiled from the OpenAPI
