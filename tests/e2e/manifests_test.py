@@ -4,7 +4,7 @@
 - Every folder of manifests/ renders with the kubectl that
   scripts/install-deps.sh brings from npm (1.35, kustomize v5) and with Debian
   12's (1.20, kustomize v2.0.3), to the same objects.
-- Every rendered object passes the Kubernetes API's OpenAPI schemas (1.34+;
+- Every rendered object passes the Kubernetes API's OpenAPI schemas (1.35+;
   cert-manager's and the Prometheus operator's CRDs): tests/manifests/validate.mjs.
 - The webhooks' CEL matchConditions, run by a CEL implementation
   (tests/manifests/cel.mjs), select exactly the objects the binary judges as
