@@ -36,6 +36,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import ssl
 import subprocess
 import sys
@@ -71,8 +72,8 @@ CLUSTER_SCOPED = {
     "MutatingWebhookConfiguration",
     "ValidatingWebhookConfiguration",
 }
-# serve flags that need --in-cluster or --kubeconfig (the background audit).
-CLUSTER_ONLY_FLAGS = {"audit-interval", "write-reports", "report-api", "max-report-results"}
+# serve --report-api: the API group of the reports it writes.
+REPORT_API_GROUPS = {"policyreport": "wgpolicyk8s.io", "openreports": "openreports.io"}
 # What kustomize v5 says of the fields it still reads for v2.0.3's sake.
 DEPRECATION = re.compile(
     r"^# Warning: '(bases|patchesStrategicMerge|patchesJson6902)' is deprecated\."
@@ -759,10 +760,11 @@ def serve_flags():
         raise AssertionError(out.stderr)
     flags = {}
     for line in out.stdout.splitlines():
-        m = re.match(r"^\s+(?:-\w,)?--([a-z0-9-]+)(\s+\S+)?", line)
+        # CLI11: "--name TYPE[=default]  description", or "--name  description"
+        # for a flag; the type is one space after the name, in capitals.
+        m = re.match(r"^\s+(?:-\w,)?--([a-z0-9-]+)(?: ([A-Z][A-Z0-9_]*)(?=[:={\s]|$))?", line)
         if m:
-            flags[m.group(1)] = bool(m.group(2)) and not m.group(2).strip().startswith(
-                ("Print", "List"))
+            flags[m.group(1)] = m.group(2) is not None
     return flags
 
 
@@ -857,14 +859,33 @@ class BinaryTest(ManifestTest):
         self.assertIn("bad.yaml:3", out.stderr)
 
     def test_the_binary_serves_what_the_manifests_call(self):
-        """Starts cudagate with the Deployment's flags (files where the volumes
-        put them, under a temporary root; --nodes for --in-cluster, there being
-        no API server) and calls every probe, webhook path and the
-        ServiceMonitor's path as the kubelet, the API server and Prometheus do.
-        The background audit's flags, which need the cluster, are left out."""
-        overlay = "prometheus"
+        for overlay in ("prometheus", "write-reports"):
+            with self.subTest(overlay=overlay):
+                self.serve_as_deployed(overlay)
+
+    def serve_as_deployed(self, overlay):
+        """Starts cudagate with the overlay's Deployment flags (files where the
+        volumes put them, under a temporary root) against the API server double
+        (--kubeconfig with the service account's token for --in-cluster), and
+        calls every probe, webhook path and the ServiceMonitor's path as the
+        kubelet, the API server and Prometheus do. Every call cudagate makes to
+        the API server must be one the overlay's RBAC grants."""
+        from apiserver_double import ApiServerDouble, rbac_call, realistic_node
+        import kube_watch_test
+
         objects = Rendered.objects[overlay]
         root = tempfile.mkdtemp(dir=Rendered.work)
+        os.symlink(Rendered.certs, os.path.join(root, "certs"))
+        api = ApiServerDouble(Rendered.certs)
+        with open(os.path.join(SOURCE, "examples", "nodes.yaml")) as f:
+            for node in yaml.safe_load(f)["items"]:
+                api.put(realistic_node(node))
+        for name in ("pod-gpu.yaml", "pod-cpu.yaml", "deployment.yaml"):
+            for obj in documents(os.path.join(SOURCE, "tests", "fixtures", "workloads", name)):
+                api.put_object(obj)
+        api.start()
+        kubeconfig = kube_watch_test.kubeconfig(root, api.url, ["token: test-token"])
+
         args = self.args(overlay)
         policy = yaml.safe_load(one(objects, "ConfigMap", "cudagate-policy")["data"]
                                 ["policy.yaml"])
@@ -880,18 +901,18 @@ class BinaryTest(ManifestTest):
         port = free_port()
         argv = [BINARY, "serve"]
         for flag, value in args.items():
-            if flag in CLUSTER_ONLY_FLAGS:
-                continue  # without an API server; that serve takes it is tested above
             if flag == "in-cluster":
-                argv.append("--nodes=" + os.path.join(SOURCE, "examples", "nodes.yaml"))
+                argv.append(f"--kubeconfig={kubeconfig}")
             elif flag == "listen":
                 argv.append(f"--listen=127.0.0.1:{port}")
             elif value is True:
                 argv.append(f"--{flag}")
             else:
                 argv.append(f"--{flag}={root + value if value.startswith('/etc/') else value}")
+        env = dict(os.environ)
+        env.pop("KUBECONFIG", None)
         log = open(os.path.join(root, "serve.log"), "w+")
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env)
         try:
             context = ssl.create_default_context(cafile=os.path.join(Rendered.certs, "ca.crt"))
             sni = f"{SERVICE}.{NAMESPACE}.svc"
@@ -900,7 +921,7 @@ class BinaryTest(ManifestTest):
                 conn = http.client.HTTPSConnection("127.0.0.1", port, context=context,
                                                    timeout=10)
                 conn.sock = context.wrap_socket(
-                    __import__("socket").create_connection(("127.0.0.1", port), timeout=10),
+                    socket.create_connection(("127.0.0.1", port), timeout=10),
                     server_hostname=sni)
                 headers = {"Content-Type": "application/json"} if body else {}
                 conn.request(method, path, body=body, headers=headers)
@@ -921,11 +942,14 @@ class BinaryTest(ManifestTest):
                 self.assertLess(time.monotonic(), deadline, "never ready")
                 time.sleep(0.05)
             self.assertEqual(call("GET", container["livenessProbe"]["httpGet"]["path"])[0], 200)
-            monitor = one(objects, "ServiceMonitor")["spec"]["endpoints"][0]
-            self.assertEqual(monitor["tlsConfig"]["serverName"], sni)
-            status, body = call("GET", monitor["path"])
-            self.assertEqual(status, 200)
-            self.assertIn(b"cudagate_admission_requests_total", body)
+            monitors = kind_of(objects, "ServiceMonitor")
+            paths = [m["spec"]["endpoints"][0]["path"] for m in monitors] or ["/metrics"]
+            for m in monitors:
+                self.assertEqual(m["spec"]["endpoints"][0]["tlsConfig"]["serverName"], sni)
+            for path in paths:
+                status, body = call("GET", path)
+                self.assertEqual(status, 200)
+                self.assertIn(b"cudagate_admission_requests_total", body)
 
             with open(os.path.join(SOURCE, "examples", "reviews", "cuda-12.4-pod.json")) as f:
                 review = json.load(f)
@@ -952,6 +976,28 @@ class BinaryTest(ManifestTest):
                             if mode != "enforce":
                                 self.assertNotIn("patch", response)
             self.assertEqual(seen_modes, {"enforce", "warn", "dryrun"})
+
+            # The calls the flags make, all of them granted: the inventory's,
+            # the background audit's once it has run, the reports' if written.
+            granted = RbacTest.granted(self, objects)
+            want = {("list", "", "nodes"), ("watch", "", "nodes")}
+            if "audit-interval" in args:
+                want.add(("list", "", "pods"))
+            if "write-reports" in args:
+                want.add(("patch", REPORT_API_GROUPS[args.get("report-api", "policyreport")],
+                          "policyreports" if args.get("report-api", "policyreport") ==
+                          "policyreport" else "reports"))
+            deadline = time.monotonic() + READY_TIMEOUT
+            while True:
+                seen = {rbac_call(r) for r in api.requests_where(lambda r: True)} - {None}
+                if want <= seen:
+                    break
+                self.assertIsNone(proc.poll(), "cudagate exited")
+                self.assertLess(time.monotonic(), deadline,
+                                f"never made {sorted(want - seen)}; made {sorted(seen)}")
+                time.sleep(0.1)
+            seen = {(group, resource, verb) for verb, group, resource in seen}
+            self.assertEqual(seen - granted, set(), "calls the RBAC does not grant")
         finally:
             proc.send_signal(signal.SIGTERM)
             try:
@@ -959,8 +1005,9 @@ class BinaryTest(ManifestTest):
             finally:
                 if proc.poll() is None:
                     proc.kill()
+                api.stop()
                 log.seek(0)
-                tail = log.read()[-2000:]
+                tail = log.read()[-3000:]
                 log.close()
                 if sys.exc_info()[0] is not None:
                     print(tail, file=sys.stderr)
@@ -1019,12 +1066,18 @@ class RbacTest(ManifestTest):
         calls = self.api_calls()
         whens = {c["when"] for c in calls}
         self.assertIn("inventory", whens)
+        self.assertEqual({c["group"] for c in calls if c["when"] == "write-reports"},
+                         set(REPORT_API_GROUPS.values()))
         for overlay, objects in Rendered.objects.items():
             with self.subTest(overlay=overlay):
                 enabled = self.enabled(overlay)
                 self.assertLessEqual(enabled, whens)
+                # --write-reports writes the kind --report-api names, only.
+                report_group = REPORT_API_GROUPS[self.args(overlay).get("report-api",
+                                                                         "policyreport")]
                 wanted = {(c["group"], c["resource"], c["verb"]) for c in calls
-                          if c["when"] in enabled}
+                          if c["when"] in enabled and
+                          (c["when"] != "write-reports" or c["group"] == report_group)}
                 self.assertEqual(self.granted(objects), wanted)
 
 
