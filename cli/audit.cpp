@@ -329,7 +329,8 @@ void run_audit(const AuditOptions& options) {
 void add_audit_command(CLI::App& app) {
   auto options = std::make_shared<AuditOptions>();
   CLI::App* audit = app.add_subcommand(
-      "audit", "Judge every workload of a set of manifests against a node inventory");
+      "audit",
+      "Judge every workload of a set of manifests, or of a live cluster, against a node inventory");
   audit->footer(
       "PATH is a file, a folder (read recursively: .yaml, .yml, .json) or '-' for stdin. Each\n"
       "holds Pods or pod-owning workloads, in single or multi-document YAML or JSON, Lists, or\n"
@@ -337,6 +338,10 @@ void add_audit_command(CLI::App& app) {
       "and counted, and pods whose controller is in the input are reported as that controller.\n"
       "A document that cannot be read is reported on stderr with its file and line; the others\n"
       "are still audited.\n"
+      "\n"
+      "With --cluster, no PATH: the Pods and pod controllers of a live cluster (every\n"
+      "namespace, or --namespace), listed from its API server (--kubeconfig, default\n"
+      "$KUBECONFIG, or --in-cluster), against its Nodes unless --nodes is given.\n"
       "\n"
       "Exit status: 0 nothing at or above --fail-on, 1 a workload at or above it (fail: fail\n"
       "and error; warn: also partial, unknown and no-candidates), 2 bad usage or a document\n"

@@ -161,24 +161,27 @@ ApiCredentials::~ApiCredentials() {
 void ApiCredentials::async_current(std::function<void(Expected<Credentials>)> handler) {
   if (source_.exec_due(unix_now())) {
     if (exec_thread_.joinable()) exec_thread_.join();  // the previous run, finished
-    exec_thread_ = std::thread([this, plugin = *source_.config().exec,
-                                handler = std::move(handler)]() mutable {
+    // The io_context has work while the plugin runs, so that a caller
+    // running it until it has none (BlockingApiClient) waits for the answer.
+    auto work = net::prefer(strand_.get_inner_executor(), net::execution::outstanding_work.tracked);
+    exec_thread_ = std::thread([this, plugin = *source_.config().exec, handler = std::move(handler),
+                                work = std::move(work)]() mutable {
       auto credential = run_exec_plugin(plugin, kExecTimeout);
-      net::post(strand_,
-                [this, credential = std::move(credential), handler = std::move(handler)]() mutable {
-                  if (!credential) {
-                    handler(Error{"API server " + source_.config().server.host,
-                                  "no credentials: " + credential.error().str()});
-                    return;
-                  }
-                  source_.set_exec(std::move(*credential));
-                  if (source_.exec_due(unix_now())) {
-                    handler(Error{"API server " + source_.config().server.host,
-                                  "the exec plugin's credential has already expired"});
-                    return;
-                  }
-                  handler(source_.current(unix_now()));
-                });
+      net::post(strand_, [this, credential = std::move(credential), handler = std::move(handler),
+                          work = std::move(work)]() mutable {
+        if (!credential) {
+          handler(Error{"API server " + source_.config().server.host,
+                        "no credentials: " + credential.error().str()});
+          return;
+        }
+        source_.set_exec(std::move(*credential));
+        if (source_.exec_due(unix_now())) {
+          handler(Error{"API server " + source_.config().server.host,
+                        "the exec plugin's credential has already expired"});
+          return;
+        }
+        handler(source_.current(unix_now()));
+      });
     });
     return;
   }

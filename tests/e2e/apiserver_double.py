@@ -512,6 +512,8 @@ class ApiServerDouble:
         return self._send_json(handler, 405, status_body(405, "MethodNotAllowed", "not allowed"))
 
     def _list_objects(self, handler, key, kind, namespace, query, record):
+        if "continue" in query:
+            self.continue_gate.wait()
         limit = min(int(query.get("limit", "0")) or 10**9, self.page_size)
         selector = query.get("labelSelector")
         with self.lock:

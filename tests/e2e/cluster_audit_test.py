@@ -289,6 +289,24 @@ class AuditCluster(ClusterTestCase):
         self.assertIn("/apis/batch/v1/namespaces/ml/cronjobs", workload_paths)
         self.assertTrue(all("/namespaces/ml/" in p for p in workload_paths), workload_paths)
 
+    def test_credentials_from_an_exec_plugin(self):
+        plugin = os.path.join(self.dir, "credential-plugin")
+        kube_watch_test.write(plugin, "\n".join([
+            f"#!{sys.executable}",
+            "import json",
+            "print(json.dumps({'kind': 'ExecCredential',",
+            "                  'apiVersion': 'client.authentication.k8s.io/v1',",
+            "                  'status': {'token': 'test-token'}}))",
+        ]) + "\n", mode=0o700)
+        config = kube_watch_test.kubeconfig(self.dir, self.api.url, [
+            "exec:", "  apiVersion: client.authentication.k8s.io/v1",
+            "  command: ./credential-plugin", "  interactiveMode: Never"], "exec")
+        result = self.audit("--cluster", "--kubeconfig", config, "--format", "json")
+        self.assertIn(result.returncode, (0, 1), result.stderr)
+        self.assertTrue(json.loads(result.stdout))
+        tokens = {r["token"] for r in self.api.requests_where(lambda r: True)}
+        self.assertEqual(tokens, {"test-token"})
+
     def test_refused_credentials_are_an_error_naming_the_server(self):
         config = kube_watch_test.kubeconfig(self.dir, self.api.url, ["token: wrong"], "bad")
         result = self.audit("--cluster", "--kubeconfig", config)
@@ -309,6 +327,31 @@ class AuditCluster(ClusterTestCase):
         self.assertEqual(statuses[:3], [429, 429, 200])
         expected = self.audit(self.file, "--nodes", self.nodes_file, "--format", "json")
         self.assertEqual(json.loads(result.stdout), json.loads(expected.stdout))
+
+    def test_an_expired_continue_token_lists_again_from_the_first_page(self):
+        self.api.continue_gate.clear()
+        full_env = dict(os.environ, SOURCE_DATE_EPOCH=EPOCH, NO_COLOR="1")
+        full_env.pop("KUBECONFIG", None)
+        proc = subprocess.Popen([BINARY, "audit", "--offline", "--cluster", "--kubeconfig",
+                                 self.kubeconfig, "--nodes", self.nodes_file, "--format", "json"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=full_env, cwd=self.dir)
+        try:
+            poll_until(lambda: self.api.requests_where(
+                lambda r: r["path"] == "/api/v1/pods" and "continue" in r["query"]),
+                TIMEOUT, "the second page of pods to be asked for")
+            # etcd compacted while the list was in progress: the token is too old.
+            self.api.compact()
+        finally:
+            self.api.continue_gate.set()
+        out, err = proc.communicate(timeout=120)
+        self.assertIn(proc.returncode, (0, 1), err)
+        pods = self.api.requests_where(lambda r: r["path"] == "/api/v1/pods")
+        self.assertEqual(pods[1]["status"], 410)
+        self.assertNotIn("continue", pods[2]["query"])  # from the first page again
+        expected = self.audit(os.path.basename(self.file), "--nodes", self.nodes_file,
+                              "--format", "json")
+        self.assertEqual(json.loads(out), json.loads(expected.stdout))
 
     def test_errors_from_the_server_are_reported(self):
         self.api.fail(500, count=10)
@@ -399,6 +442,7 @@ class BackgroundAudit(ClusterTestCase):
         # Nothing was written without --write-reports.
         self.assertEqual(self.api.applied, [])
         self.assert_calls_are_rows({"inventory", "background-audit"})
+        server_test.assert_promtool_accepts(self, w.get("/metrics")[1])
 
     def wait_reports(self, resource, expected, what):
         def current():
