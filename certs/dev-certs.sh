@@ -16,6 +16,14 @@
 # serial numbers) under the existing CAs, which is how a rotation is tested.
 # Each file is written to a temporary name and renamed into place.
 #
+# --overlay DIR (manifests/overlays/self-signed) also writes, under
+# DIR/generated/, what that kustomize overlay reads: secret.yaml, the
+# kubernetes.io/tls Secret cudagate-tls (tls.crt, tls.key, ca.crt) in the
+# namespace, and ca-bundle.yaml, the JSON patch that puts the CA into the
+# caBundle of every webhook of the base's webhook configurations.
+# --also-trust FILE adds FILE's CA certificates to that caBundle and to the
+# Secret's ca.crt, for a CA rotation (README, "Certificate rotation").
+#
 # Progress goes to stderr; the last line on stdout is the base64 CA bundle for
 # a ValidatingWebhookConfiguration's or MutatingWebhookConfiguration's caBundle.
 set -euo pipefail
@@ -27,6 +35,8 @@ namespace=cudagate-system
 days=365
 ca_days=3650
 renew=0
+overlay=""
+also_trust=""
 
 usage() {
   cat <<EOF
@@ -37,6 +47,9 @@ usage: $(basename "$0") [--out DIR] [--service NAME] [--namespace NAME] [--days 
   --namespace NAME   the webhook Service's namespace (default: cudagate-system)
   --days N           validity of the server and client certificates (default: 365)
   --renew            re-issue the server and client certificates even if valid
+  --overlay DIR      also write DIR/generated/secret.yaml and ca-bundle.yaml for the
+                     kustomize overlay manifests/overlays/self-signed
+  --also-trust FILE  with --overlay: trust FILE's CA certificates too (CA rotation)
 EOF
 }
 
@@ -56,6 +69,10 @@ while [ $# -gt 0 ]; do
     --days) [ $# -ge 2 ] || die "--days needs a number"; days="$2"; shift 2 ;;
     --days=*) days="${1#*=}"; shift ;;
     --renew) renew=1; shift ;;
+    --overlay) [ $# -ge 2 ] || die "--overlay needs a directory"; overlay="$2"; shift 2 ;;
+    --overlay=*) overlay="${1#*=}"; shift ;;
+    --also-trust) [ $# -ge 2 ] || die "--also-trust needs a file"; also_trust="$2"; shift 2 ;;
+    --also-trust=*) also_trust="${1#*=}"; shift ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument: $1" ;;
   esac
@@ -66,6 +83,15 @@ dns_label='^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'
 [[ "$namespace" =~ $dns_label ]] || die "--namespace: expected a DNS label (a-z, 0-9, -), got \"$namespace\""
 [[ "$days" =~ ^[1-9][0-9]{0,4}$ ]] || die "--days: expected a number of days from 1 to 99999, got \"$days\""
 command -v openssl >/dev/null || die "openssl not found"
+if [ -n "$overlay" ]; then
+  [ -f "$overlay/kustomization.yaml" ] || die "--overlay: no kustomization.yaml in \"$overlay\""
+  webhooks_file="$overlay/../../base/webhooks.yaml"
+  [ -f "$webhooks_file" ] || die "--overlay: expected the base's webhooks at $webhooks_file"
+fi
+if [ -n "$also_trust" ]; then
+  [ -n "$overlay" ] || die "--also-trust goes with --overlay"
+  openssl x509 -in "$also_trust" -noout 2>/dev/null || die "--also-trust: no PEM certificate in \"$also_trust\""
+fi
 
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -183,6 +209,47 @@ if [ "$renew" = 1 ] || ! leaf_usable client client-ca; then
 else
   log "kept $out/client.crt"
 fi
+
+# The overlay's Secret and caBundle patch, each written whole and renamed into
+# place. The patch has one operation per webhook of a configuration (the base
+# lists the same webhooks, by mode, in both).
+write_overlay() {
+  local dir="$1/generated" count i
+  mkdir -p "$dir"
+  count=$(awk '/^kind: ValidatingWebhookConfiguration/ { v = 1 } v && /^- name: / { n++ } END { print n + 0 }' \
+    "$webhooks_file")
+  [ "$count" -gt 0 ] || die "--overlay: no webhooks found in $webhooks_file"
+  cat "$out/ca.crt" ${also_trust:+"$also_trust"} >"$work/trusted.crt"
+  {
+    echo "# Written by certs/dev-certs.sh: the serving certificate of cudagate.$namespace.svc."
+    echo "apiVersion: v1"
+    echo "kind: Secret"
+    echo "metadata:"
+    echo "  name: $service-tls"
+    echo "  namespace: $namespace"
+    echo "  labels:"
+    echo "    app.kubernetes.io/name: cudagate"
+    echo "type: kubernetes.io/tls"
+    echo "data:"
+    echo "  tls.crt: $(base64 -w0 "$out/server.crt")"
+    echo "  tls.key: $(base64 -w0 "$out/server.key")"
+    echo "  ca.crt: $(base64 -w0 "$work/trusted.crt")"
+  } >"$work/secret.yaml"
+  {
+    echo "# Written by certs/dev-certs.sh: the CA of $out/ca.crt${also_trust:+ and $also_trust} as every webhook's caBundle."
+    for ((i = 0; i < count; i++)); do
+      echo "- op: add"
+      echo "  path: /webhooks/$i/clientConfig/caBundle"
+      echo "  value: $(base64 -w0 "$work/trusted.crt")"
+    done
+  } >"$work/ca-bundle.yaml"
+  chmod 600 "$work/secret.yaml"
+  chmod 644 "$work/ca-bundle.yaml"
+  mv -f "$work/secret.yaml" "$dir/secret.yaml"
+  mv -f "$work/ca-bundle.yaml" "$dir/ca-bundle.yaml"
+  log "wrote $dir/secret.yaml and $dir/ca-bundle.yaml ($count webhooks a configuration)"
+}
+[ -z "$overlay" ] || write_overlay "$overlay"
 
 base64 -w0 "$out/ca.crt"
 echo

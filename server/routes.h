@@ -2,7 +2,10 @@
 // The webhook's HTTP endpoints (SPEC 5): what each method and path gets.
 //
 //   POST /validate, POST /mutate   handle_admission() with the URL's `mode`
-//                                  parameter; 405 for other methods, 415
+//                                  parameter, or the mode as a last path
+//                                  segment (/validate/warn, /mutate/dryrun:
+//                                  webhook configurations cannot carry a
+//                                  query); 405 for other methods, 415
 //                                  unless Content-Type is application/json
 //                                  (parameters such as charset allowed)
 //   GET  /healthz                  200 "ok" while the process serves

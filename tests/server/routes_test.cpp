@@ -151,6 +151,33 @@ TEST_F(RoutesTest, AdmissionsAreCountedExceptDryRun) {
       << text;
 }
 
+// Webhook configurations cannot carry a query, so the mode may be the last
+// path segment; other paths under /validate and /mutate stay unknown.
+TEST_F(RoutesTest, ModeAsAPathSegment) {
+  for (const std::string_view mode : {"enforce", "warn", "dryrun"}) {
+    for (const std::string_view endpoint : {"validate", "mutate"}) {
+      const std::string target = "/" + std::string(endpoint) + "/" + std::string(mode);
+      SCOPED_TRACE(target);
+      const auto res = call(http::verb::post, target, "application/json", review("u-9", false));
+      ASSERT_EQ(res.result(), http::status::ok) << res.body();
+      EXPECT_NE(metrics_.render().find("endpoint=\"" + std::string(endpoint) +
+                                       "\",verdict=\"skip\",decision=\"allow\",mode=\"" +
+                                       std::string(mode) + "\"}"),
+                std::string::npos);
+    }
+  }
+  EXPECT_EQ(call(http::verb::post, "/validate/nonsense", "application/json", review("u-9", false))
+                .result(),
+            http::status::bad_request);
+  for (const std::string_view target : {"/validate/", "/validate/warn/x", "/validatewarn"}) {
+    SCOPED_TRACE(target);
+    EXPECT_EQ(call(http::verb::post, std::string(target), "application/json", review("u-9", false))
+                  .result(),
+              http::status::not_found);
+  }
+  EXPECT_EQ(call(http::verb::get, "/mutate/warn").result(), http::status::method_not_allowed);
+}
+
 TEST_F(RoutesTest, BadBodyIsCountedAsAnError) {
   const auto res = call(http::verb::post, "/validate", "application/json", "{not json");
   EXPECT_EQ(res.result(), http::status::bad_request);
