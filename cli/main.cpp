@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
   cudagate::add_serve_command(app);
   cudagate::add_audit_command(app);
   cudagate::add_plan_command(app);
+  cudagate::add_explain_command(app);
   cudagate::add_check_command(app);
   cudagate::add_db_command(app);
   cudagate::add_version_command(app);
