@@ -20,6 +20,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -28,6 +29,8 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/manifest_inputs.h"
+#include "kube/api_client.h"
+#include "kube/cluster_workloads.h"
 #include "policy/evaluate.h"
 #include "policy/workload_stream.h"
 #include "report/audit_table.h"
@@ -45,10 +48,39 @@ struct AuditOptions {
   std::string format = "table";
   std::string fail_on = "fail";
   bool offline = false;
+  // --cluster: the workloads (and, without --nodes, the nodes) of a live cluster.
+  bool cluster = false;
+  bool in_cluster = false;
+  std::string kubeconfig;
+  std::string namespace_;  // "" = every namespace
+  bool all_namespaces = false;
 };
 
 // Progress is shown only for runs this long, and only on a terminal.
 constexpr std::size_t kProgressMinimum = 200;
+
+// The workloads of a live cluster: Pods and the controllers that own pods,
+// listed page by page, each reported once, as its controller.
+cli::ManifestInputs read_cluster(kube::BlockingApiClient& client, const std::string& namespace_) {
+  WorkloadStream stream = cli::value_or_fail(
+      kube::list_cluster_workloads(client, kube::kClusterAuditLists, namespace_));
+  cli::ManifestInputs in;
+  in.workloads = std::move(stream.workloads);
+  in.broken = std::move(stream.broken);
+  in.skipped = stream.skipped;
+  in.controlled = drop_controlled(in.workloads);
+  spdlog::debug("cluster: {} workloads, {} reported as their controller, {} unreadable",
+                in.workloads.size(), in.controlled, in.broken.size());
+  return in;
+}
+
+// The nodes of a live cluster; Nodes that cannot be read are left out, each named.
+Inventory cluster_inventory(kube::BlockingApiClient& client, const CompatDb& db) {
+  const kube::NodeListing listing =
+      cli::value_or_fail(kube::list_cluster_nodes(client, kube::ApiCallId::cluster_list_nodes));
+  for (const Error& skipped : listing.skipped) spdlog::warn("node left out: {}", skipped.str());
+  return Inventory::build(listing.nodes, db);
+}
 
 // "\rauditing 1200/10000 workloads" on a terminal's stderr, at most every
 // 100 ms, cleared when done.
@@ -86,7 +118,26 @@ FailOn parse_fail_on(const std::string& text) {
 
 void run_audit(const AuditOptions& options) {
   cli::setup_logging(options.common);
-  if (options.common.nodes.empty()) {
+  if (options.cluster && !options.paths.empty()) {
+    cli::fail(Error{"--cluster", "give either PATHs or --cluster, not both"});
+  }
+  if (!options.cluster && options.paths.empty()) {
+    cli::fail(Error{"PATH", "required: manifest files or folders, '-' for stdin, or --cluster"});
+  }
+  if (!options.cluster && (options.in_cluster || !options.kubeconfig.empty() ||
+                           !options.namespace_.empty() || options.all_namespaces)) {
+    cli::fail(Error{options.in_cluster            ? "--in-cluster"
+                    : !options.kubeconfig.empty() ? "--kubeconfig"
+                                                  : "--namespace",
+                    "only with --cluster"});
+  }
+  if (options.in_cluster && !options.kubeconfig.empty()) {
+    cli::fail(Error{"--in-cluster", "give one of --in-cluster and --kubeconfig"});
+  }
+  if (options.all_namespaces && !options.namespace_.empty()) {
+    cli::fail(Error{"--all-namespaces", "give one of --namespace and --all-namespaces"});
+  }
+  if (options.common.nodes.empty() && !options.cluster) {
     cli::fail(Error{"--nodes", "required: the node inventory to audit against"});
   }
   const auto stdin_readers = std::count(options.paths.begin(), options.paths.end(), "-") +
@@ -98,9 +149,17 @@ void run_audit(const AuditOptions& options) {
   const std::int64_t timestamp = cli::report_time();
   const CompatDb db = cli::value_or_fail(cli::load_compat_db_option(options.common));
   const Policy policy = cli::value_or_fail(cli::load_policy_option(options.common, db));
-  const Inventory inventory = cli::value_or_fail(load_inventory(options.common.nodes, db));
+  std::optional<kube::BlockingApiClient> client;
+  if (options.cluster) {
+    client.emplace(cli::cluster_config_or_fail(options.in_cluster, options.kubeconfig));
+  }
+  const Inventory inventory = options.common.nodes.empty()
+                                  ? cluster_inventory(*client, db)
+                                  : cli::value_or_fail(load_inventory(options.common.nodes, db));
 
-  cli::ManifestInputs in = cli::read_manifest_inputs(cli::manifest_files(options.paths));
+  cli::ManifestInputs in = options.cluster
+                               ? read_cluster(*client, options.namespace_)
+                               : cli::read_manifest_inputs(cli::manifest_files(options.paths));
   // Image configs from the registries, once per image, before any decision.
   std::vector<const Workload*> judged;
   judged.reserve(in.workloads.size());
@@ -164,7 +223,8 @@ void run_audit(const AuditOptions& options) {
 void add_audit_command(CLI::App& app) {
   auto options = std::make_shared<AuditOptions>();
   CLI::App* audit = app.add_subcommand(
-      "audit", "Judge every workload of a set of manifests against a node inventory");
+      "audit",
+      "Judge every workload of a set of manifests, or of a live cluster, against a node inventory");
   audit->footer(
       "PATH is a file, a folder (read recursively: .yaml, .yml, .json) or '-' for stdin. Each\n"
       "holds Pods or pod-owning workloads, in single or multi-document YAML or JSON, Lists, or\n"
@@ -172,6 +232,10 @@ void add_audit_command(CLI::App& app) {
       "and counted, and pods whose controller is in the input are reported as that controller.\n"
       "A document that cannot be read is reported on stderr with its file and line; the others\n"
       "are still audited.\n"
+      "\n"
+      "With --cluster, no PATH: the Pods and pod controllers of a live cluster (every\n"
+      "namespace, or --namespace), listed from its API server (--kubeconfig, default\n"
+      "$KUBECONFIG, or --in-cluster), against its Nodes unless --nodes is given.\n"
       "\n"
       "Exit status: 0 nothing at or above --fail-on, 1 a workload at or above it (fail: fail\n"
       "and error; warn: also partial, unknown and no-candidates), 2 bad usage or a document\n"
@@ -182,10 +246,26 @@ void add_audit_command(CLI::App& app) {
       "  kubectl get pods,deployments -A -o json | cudagate audit - --nodes nodes.json "
       "--format policyreport\n"
       "  helm template charts/trainer | cudagate audit - --nodes nodes.yaml --format junit "
-      "--fail-on warn");
+      "--fail-on warn\n"
+      "  cudagate audit --cluster -n ml --format policyreport");
   audit->add_option("PATH", options->paths, "Manifest files or folders, '-' for stdin")
-      ->required()
       ->type_name("PATH");
+  audit->add_flag("--cluster", options->cluster,
+                  "Audit what runs in a live cluster: its Pods and pod controllers, against its "
+                  "Nodes (unless --nodes is given)");
+  audit->add_flag("--in-cluster", options->in_cluster,
+                  "With --cluster: the cluster this pod runs in (service account token and CA)");
+  audit
+      ->add_option("--kubeconfig", options->kubeconfig,
+                   "With --cluster: the kubeconfig whose current context to use (default: "
+                   "$KUBECONFIG, else ~/.kube/config)")
+      ->type_name("FILE");
+  audit
+      ->add_option("-n,--namespace", options->namespace_,
+                   "With --cluster: the workloads of this namespace only")
+      ->type_name("NAMESPACE");
+  audit->add_flag("-A,--all-namespaces", options->all_namespaces,
+                  "With --cluster: the workloads of every namespace (the default)");
   audit->add_option("--format", options->format, "Report format")
       ->check(CLI::IsMember({"table", "json", "policyreport", "openreports", "html", "junit"}))
       ->capture_default_str();

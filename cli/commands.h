@@ -34,5 +34,7 @@ void add_check_command(CLI::App& app);
 void add_db_command(CLI::App& app);
 // `cudagate version`: version, build and compat-db revision.
 void add_version_command(CLI::App& app);
+// `cudagate api-calls`: the Kubernetes API calls the binary makes, as JSON.
+void add_api_calls_command(CLI::App& app);
 
 }  // namespace cudagate

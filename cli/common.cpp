@@ -195,4 +195,13 @@ std::vector<RegistryFacts> registry_facts(const std::vector<const Workload*>& wo
   return facts;
 }
 
+kube::ClusterConfig cluster_config_or_fail(bool in_cluster, const std::string& kubeconfig) {
+  const auto env = kube::process_environment();
+  if (in_cluster) {
+    return value_or_fail(kube::in_cluster_config(env, std::string(kube::kServiceAccountDir)));
+  }
+  const std::string path = value_or_fail(kube::kubeconfig_path(kubeconfig, env));
+  return value_or_fail(kube::load_kubeconfig(path));
+}
+
 }  // namespace cudagate::cli

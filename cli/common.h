@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "compat-db/compat_db.h"
+#include "kube/cluster_config.h"
 #include "policy/inventory.h"
 #include "policy/metadata.h"
 #include "policy/pod.h"
@@ -54,6 +55,12 @@ void setup_logging(const CommonOptions& options);
 Expected<CompatDb> load_compat_db_option(const CommonOptions& options);
 // The policy of --config, or the defaults when it is absent.
 Expected<Policy> load_policy_option(const CommonOptions& options, const CompatDb& db);
+// The cluster of --in-cluster (the pod's service account), else of the
+// kubeconfig `kubeconfig` (empty: the first file of $KUBECONFIG, else
+// ~/.kube/config); an unreadable or invalid one fails.
+[[nodiscard]] kube::ClusterConfig cluster_config_or_fail(bool in_cluster,
+                                                         const std::string& kubeconfig);
+
 // Prints `cudagate: error: <error>` as one line on stderr (line breaks in
 // the message become spaces).
 void print_error(const Error& error);

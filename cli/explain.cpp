@@ -6,6 +6,8 @@
 // what admission would have done with the pod under this policy, and which
 // mode or setting would have stopped it.
 
+#include <spdlog/spdlog.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <iostream>
@@ -13,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -20,6 +23,8 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/decision_text.h"
+#include "kube/api_client.h"
+#include "kube/cluster_workloads.h"
 #include "policy/document.h"
 #include "policy/evaluate.h"
 #include "policy/failure_message.h"
@@ -43,6 +48,17 @@ struct ExplainOptions {
   std::string namespace_;
   std::string output = "text";
   bool offline = false;
+  bool in_cluster = false;
+  std::string kubeconfig;
+};
+
+// What explain reads, from files or from the API server.
+struct ExplainInputs {
+  nlohmann::json pod;
+  std::string pod_where;
+  PodReport report;
+  std::vector<PodEvent> events;
+  std::optional<Inventory> inventory;
 };
 
 // One message the cluster reported, and where.
@@ -242,37 +258,89 @@ std::vector<std::string> admission_lines(const Decision& admission, const Policy
   return out;
 }
 
+ExplainInputs read_offline(const ExplainOptions& options) {
+  ExplainInputs in;
+  if (options.pod_file.empty()) {
+    cli::fail(Error{"-f",
+                    "required: the pod, as `kubectl get pod NAME -o yaml` prints it (or "
+                    "explain pod NAME -n NAMESPACE, from the API server)"});
+  }
+  std::tie(in.pod, in.pod_where) = read_pod_object(options.pod_file);
+  in.report = cli::value_or_fail(pod_report_from_json(in.pod, in.pod_where));
+  if (!options.events_file.empty()) {
+    const std::string text = cli::value_or_fail(read_input(options.events_file));
+    in.events =
+        cli::value_or_fail(read_pod_events(text, display_name(options.events_file), in.report));
+  }
+  return in;
+}
+
+// `explain pod NAME -n NS`: the pod, the events of its namespace about it
+// and (without --nodes) the nodes, from the API server.
+ExplainInputs read_cluster(const ExplainOptions& options, const CompatDb& db) {
+  if (options.target.size() != 2 || options.target[0] != "pod") {
+    cli::fail(Error{"explain", "expected `explain pod NAME`, or -f POD.yaml"});
+  }
+  if (!options.pod_file.empty() || !options.events_file.empty()) {
+    cli::fail(Error{"-f",
+                    "cannot be combined with `explain pod NAME`, which reads the pod and "
+                    "its events from the API server"});
+  }
+  if (options.in_cluster && !options.kubeconfig.empty()) {
+    cli::fail(Error{"--in-cluster", "give one of --in-cluster and --kubeconfig"});
+  }
+  const std::string& name = options.target[1];
+  const std::string ns = options.namespace_.empty() ? std::string("default") : options.namespace_;
+  kube::BlockingApiClient client(
+      cli::cluster_config_or_fail(options.in_cluster, options.kubeconfig));
+  ExplainInputs in;
+  in.pod = cli::value_or_fail(client.get(kube::ApiCallId::explain_get_pod, ns, name));
+  in.pod_where = "pod " + ns + "/" + name;
+  in.report = cli::value_or_fail(pod_report_from_json(in.pod, in.pod_where));
+  std::optional<Error> bad;
+  const auto failed =
+      client.list(kube::ApiCallId::explain_list_events, kube::ListOptions{ns, ""},
+                  [&](nlohmann::json page, bool first) {
+                    if (first) in.events.clear();
+                    if (bad) return;
+                    bad = read_pod_events_document(page, "events in " + ns, in.report, in.events);
+                  });
+  if (failed) cli::fail(*failed);
+  if (bad) cli::fail(*bad);
+  if (options.common.nodes.empty()) {
+    const kube::NodeListing listing =
+        cli::value_or_fail(kube::list_cluster_nodes(client, kube::ApiCallId::explain_list_nodes));
+    for (const Error& skipped : listing.skipped) spdlog::warn("node left out: {}", skipped.str());
+    in.inventory = Inventory::build(listing.nodes, db);
+  }
+  return in;
+}
+
 void run_explain(const ExplainOptions& options) {
   cli::setup_logging(options.common);
-  if (!options.target.empty()) {
-    cli::fail(Error{"explain pod",
-                    "reading the pod from the API server is not available in this "
-                    "build: pass -f POD.yaml --events EVENTS.yaml --nodes "
-                    "NODES.yaml (kubectl get pod NAME -o yaml, kubectl get events "
-                    "-o yaml, kubectl get nodes -o yaml)"});
+  const bool cluster = !options.target.empty();
+  if (!cluster && (options.in_cluster || !options.kubeconfig.empty())) {
+    cli::fail(Error{options.in_cluster ? "--in-cluster" : "--kubeconfig",
+                    "only with `explain pod NAME`, which reads the pod from the API server"});
   }
-  if (options.pod_file.empty()) {
-    cli::fail(Error{"-f", "required: the pod, as `kubectl get pod NAME -o yaml` prints it"});
-  }
-  if (options.common.nodes.empty()) {
+  if (!cluster && options.common.nodes.empty()) {
     cli::fail(Error{"--nodes", "required: the nodes, as `kubectl get nodes -o yaml` prints them"});
   }
   const CompatDb db = cli::value_or_fail(cli::load_compat_db_option(options.common));
   const Policy policy = cli::value_or_fail(cli::load_policy_option(options.common, db));
-  const Inventory inventory = cli::value_or_fail(load_inventory(options.common.nodes, db));
-
-  const auto [pod_json, pod_where] = read_pod_object(options.pod_file);
-  const PodReport pod = cli::value_or_fail(pod_report_from_json(pod_json, pod_where));
-  Workload workload = cli::value_or_fail(workload_from_json(pod_json, pod_where));
-  std::vector<PodEvent> events;
-  if (!options.events_file.empty()) {
-    const std::string text = cli::value_or_fail(read_input(options.events_file));
-    events = cli::value_or_fail(read_pod_events(text, display_name(options.events_file), pod));
-  }
+  ExplainInputs in = cluster ? read_cluster(options, db) : read_offline(options);
+  const Inventory inventory = in.inventory
+                                  ? std::move(*in.inventory)
+                                  : cli::value_or_fail(load_inventory(options.common.nodes, db));
+  const PodReport& pod = in.report;
+  const std::vector<PodEvent>& events = in.events;
+  const std::string& pod_where = in.pod_where;
+  Workload workload = cli::value_or_fail(workload_from_json(in.pod, pod_where));
   if (!pod.node_name.empty() && !inventory.index_of(pod.node_name)) {
-    cli::fail(Error{display_name(options.common.nodes),
-                    "node " + cli::quote(pod.node_name) +
-                        " (the pod's spec.nodeName) is not in the node list"});
+    cli::fail(Error{
+        options.common.nodes.empty() ? std::string("nodes") : display_name(options.common.nodes),
+        "node " + cli::quote(pod.node_name) +
+            " (the pod's spec.nodeName) is not in the node list"});
   }
 
   // On its node, as it ran; and unbound, as admission saw it.
@@ -405,7 +473,12 @@ void add_explain_command(CLI::App& app) {
       "Exit status: 0 cudagate finds the pod compatible with its node, 1 it does not,\n"
       "2 bad usage or unreadable input.\n"
       "\n"
-      "Example:\n"
+      "With `pod NAME -n NAMESPACE` the pod, its events and (without --nodes) the nodes are\n"
+      "read from the API server (--kubeconfig, default $KUBECONFIG or ~/.kube/config, or\n"
+      "--in-cluster); `cudagate api-calls` lists the calls.\n"
+      "\n"
+      "Examples:\n"
+      "  cudagate explain pod trainer-0 -n ml\n"
       "  kubectl get pod trainer-0 -n ml -o yaml > pod.yaml\n"
       "  kubectl get events -n ml -o yaml > events.yaml\n"
       "  kubectl get nodes -o yaml > nodes.yaml\n"
@@ -422,6 +495,13 @@ void add_explain_command(CLI::App& app) {
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
   explain->add_flag("--offline", options->offline, "Read no image config from registries");
+  explain->add_flag("--in-cluster", options->in_cluster,
+                    "With `pod NAME`: the API server from the pod's service account");
+  explain
+      ->add_option("--kubeconfig", options->kubeconfig,
+                   "With `pod NAME`: the kubeconfig whose current context to use (default: "
+                   "$KUBECONFIG, else ~/.kube/config)")
+      ->type_name("FILE");
   cli::add_common_options(*explain, options->common);
   explain->callback([options] { run_explain(*options); });
 }

@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
   cudagate::add_check_command(app);
   cudagate::add_db_command(app);
   cudagate::add_version_command(app);
+  cudagate::add_api_calls_command(app);
 
   if (!check_command_words(app, argc, argv, 1)) return cudagate::cli::kExitUsage;
   try {

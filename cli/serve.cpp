@@ -37,6 +37,10 @@ struct ServeOptions {
   std::size_t max_connections = ServerLimits{}.max_connections;
   bool in_cluster = false;
   std::string kubeconfig;
+  std::string audit_interval;  // "": no background audit
+  bool write_reports = false;
+  std::string report_api = "policyreport";
+  std::size_t max_report_results = BackgroundAuditSettings{}.max_report_results;
 };
 
 // The cluster to watch: --in-cluster, --kubeconfig, or $KUBECONFIG when no
@@ -49,12 +53,8 @@ std::optional<kube::ClusterConfig> cluster_of(const ServeOptions& options) {
     cli::fail(Error{"--nodes", "give one of --nodes, --in-cluster and --kubeconfig"});
   }
   const auto env = kube::process_environment();
-  if (options.in_cluster) {
-    return cli::value_or_fail(kube::in_cluster_config(env, std::string(kube::kServiceAccountDir)));
-  }
-  if (!options.kubeconfig.empty() || (!file && env.contains("KUBECONFIG"))) {
-    const std::string path = cli::value_or_fail(kube::kubeconfig_path(options.kubeconfig, env));
-    return cli::value_or_fail(kube::load_kubeconfig(path));
+  if (options.in_cluster || !options.kubeconfig.empty() || (!file && env.contains("KUBECONFIG"))) {
+    return cli::cluster_config_or_fail(options.in_cluster, options.kubeconfig);
   }
   return std::nullopt;
 }
@@ -131,6 +131,24 @@ void run_serve(const ServeOptions& options) {
   settings.config_path = common.config;
   settings.nodes_path = common.nodes;
   settings.cluster = cluster_of(options);
+  if (!options.audit_interval.empty()) {
+    BackgroundAuditSettings audit;
+    audit.interval =
+        cli::value_or_fail(parse_duration(options.audit_interval, "--audit-interval", false));
+    audit.write_reports = options.write_reports;
+    audit.report_api =
+        options.report_api == "openreports" ? ReportApi::open_reports : ReportApi::policy_report;
+    audit.max_report_results = options.max_report_results;
+    if (audit.max_report_results == 0) {
+      cli::fail(Error{"--max-report-results", "must be greater than 0"});
+    }
+    if (!settings.cluster) {
+      cli::fail(Error{"--audit-interval", "needs the cluster: --in-cluster or --kubeconfig"});
+    }
+    settings.audit = audit;
+  } else if (options.write_reports) {
+    cli::fail(Error{"--write-reports", "needs --audit-interval"});
+  }
   settings.compat_db_path = common.compat_db;
   settings.tls = TlsFiles{options.tls_cert, options.tls_key, options.client_ca};
   if (auto error = serve(settings)) cli::fail(*error);
@@ -196,6 +214,26 @@ void add_serve_command(CLI::App& app) {
                    "List and watch the nodes of the kubeconfig's current context (default with "
                    "neither --nodes nor --in-cluster: $KUBECONFIG)")
       ->type_name("FILE");
+  command
+      ->add_option("--audit-interval", options->audit_interval,
+                   "Audit what runs in the cluster this often (Pods and pod controllers listed "
+                   "from the API server), into /reports and the metrics; off by default")
+      ->type_name("DURATION");
+  command->add_flag("--write-reports", options->write_reports,
+                    "With --audit-interval: keep one PolicyReport (or Report) per namespace in "
+                    "the cluster, by server-side apply");
+  command
+      ->add_option("--report-api", options->report_api,
+                   "The reports --write-reports writes: policyreport (wgpolicyk8s.io/v1alpha2 "
+                   "PolicyReport) or openreports (openreports.io/v1alpha1 Report)")
+      ->check(CLI::IsMember({"policyreport", "openreports"}))
+      ->capture_default_str();
+  command
+      ->add_option("--max-report-results", options->max_report_results,
+                   "Results a written report holds at most; a namespace with more gets "
+                   "reports cudagate-1, cudagate-2, ...")
+      ->type_name("N")
+      ->capture_default_str();
   command->callback([options] { run_serve(*options); });
 }
 

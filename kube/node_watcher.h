@@ -32,8 +32,8 @@
 #include <thread>
 #include <vector>
 
+#include "kube/api_connection.h"
 #include "kube/cluster_config.h"
-#include "kube/credentials.h"
 #include "kube/watch_protocol.h"
 #include "policy/node.h"
 
@@ -81,13 +81,11 @@ class NodeWatcher {
   void finish(const std::shared_ptr<Request>& request, boost::system::error_code ec);
 
   boost::asio::strand<boost::asio::any_io_executor> strand_;
-  CredentialSource credentials_;
+  ApiCredentials credentials_;
   NodeWatcherHandlers handlers_;
   WatchProtocol protocol_;
   boost::asio::steady_timer wait_timer_;
   std::shared_ptr<Request> current_;
-  // Runs an exec credential plugin off the I/O threads; joined on destruction.
-  std::thread exec_thread_;
   bool stopped_ = false;
 };
 

@@ -118,81 +118,89 @@ Expected<PodReport> pod_report_from_json(const json& pod, std::string_view where
   return out;
 }
 
+namespace {
+
+std::optional<Error> take_event(const json& e, const std::string& where, const PodReport& pod,
+                                std::vector<PodEvent>& out) {
+  if (!e.is_object()) return Error{where, type_error("an Event", e)};
+  auto kind = string_field(e, "kind", "", false);
+  if (!kind) return kind.error().within(where);
+  if (!kind->empty() && *kind != "Event") return std::nullopt;
+  // core/v1 names the object in involvedObject, events.k8s.io/v1 in regarding.
+  const char* object_key = e.contains("regarding") ? "regarding" : "involvedObject";
+  auto object = object_field(e, object_key, "");
+  if (!object) return object.error().within(where);
+  if (*object == nullptr) return std::nullopt;
+  std::string fields[4];
+  const char* names[4] = {"kind", "name", "namespace", "uid"};
+  for (int i = 0; i < 4; ++i) {
+    auto v = string_field(**object, names[i], object_key, false);
+    if (!v) return v.error().within(where);
+    fields[i] = std::move(*v);
+  }
+  if (fields[0] != "Pod" || fields[1] != pod.name) return std::nullopt;
+  if (!fields[2].empty() && !pod.namespace_.empty() && fields[2] != pod.namespace_) {
+    return std::nullopt;
+  }
+  if (!fields[3].empty() && !pod.uid.empty() && fields[3] != pod.uid) return std::nullopt;
+  PodEvent ev;
+  ev.where = where;
+  for (auto [key, target] : {std::pair{"type", &ev.type}, std::pair{"reason", &ev.reason}}) {
+    auto v = string_field(e, key, "", false);
+    if (!v) return v.error().within(where);
+    *target = std::move(*v);
+  }
+  auto message = string_field(e, e.contains("note") ? "note" : "message", "", false);
+  if (!message) return message.error().within(where);
+  ev.message = std::move(*message);
+  auto src = object_field(e, "source", "");
+  if (!src) return src.error().within(where);
+  if (*src != nullptr) {
+    auto component = string_field(**src, "component", "source", false);
+    if (!component) return component.error().within(where);
+    ev.source = std::move(*component);
+  }
+  if (ev.source.empty()) {
+    auto controller = string_field(e, "reportingController", "", false);
+    if (!controller) return controller.error().within(where);
+    ev.source = std::move(*controller);
+  }
+  auto count = int_field(e, e.contains("series") ? "deprecatedCount" : "count", "");
+  if (!count) return count.error().within(where);
+  ev.count = *count == 0 ? 1 : *count;
+  out.push_back(std::move(ev));
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<Error> read_pod_events_document(const json& v, const std::string& where,
+                                              const PodReport& pod, std::vector<PodEvent>& out) {
+  const json* items = nullptr;
+  if (v.is_array()) {
+    items = &v;
+  } else if (v.is_object() && v.contains("items")) {
+    auto list = array_field(v, "items", "");
+    if (!list) return list.error().within(where);
+    items = *list;
+  }
+  if (items == nullptr) return take_event(v, where, pod, out);
+  for (std::size_t i = 0; i < items->size(); ++i) {
+    if (auto e = take_event((*items)[i], where + ": " + index_path("items", i), pod, out)) return e;
+  }
+  return std::nullopt;
+}
+
 Expected<std::vector<PodEvent>> read_pod_events(std::string_view text, std::string_view source,
                                                 const PodReport& pod) {
   auto docs = parse_source_documents(text, source);
   if (!docs) return docs.error();
   std::vector<PodEvent> out;
-  auto take = [&](const json& e, const std::string& where) -> std::optional<Error> {
-    if (!e.is_object()) return Error{where, type_error("an Event", e)};
-    auto kind = string_field(e, "kind", "", false);
-    if (!kind) return kind.error().within(where);
-    if (!kind->empty() && *kind != "Event") return std::nullopt;
-    // core/v1 names the object in involvedObject, events.k8s.io/v1 in regarding.
-    const char* object_key = e.contains("regarding") ? "regarding" : "involvedObject";
-    auto object = object_field(e, object_key, "");
-    if (!object) return object.error().within(where);
-    if (*object == nullptr) return std::nullopt;
-    std::string fields[4];
-    const char* names[4] = {"kind", "name", "namespace", "uid"};
-    for (int i = 0; i < 4; ++i) {
-      auto v = string_field(**object, names[i], object_key, false);
-      if (!v) return v.error().within(where);
-      fields[i] = std::move(*v);
-    }
-    if (fields[0] != "Pod" || fields[1] != pod.name) return std::nullopt;
-    if (!fields[2].empty() && !pod.namespace_.empty() && fields[2] != pod.namespace_) {
-      return std::nullopt;
-    }
-    if (!fields[3].empty() && !pod.uid.empty() && fields[3] != pod.uid) return std::nullopt;
-    PodEvent ev;
-    ev.where = where;
-    for (auto [key, target] : {std::pair{"type", &ev.type}, std::pair{"reason", &ev.reason}}) {
-      auto v = string_field(e, key, "", false);
-      if (!v) return v.error().within(where);
-      *target = std::move(*v);
-    }
-    auto message = string_field(e, e.contains("note") ? "note" : "message", "", false);
-    if (!message) return message.error().within(where);
-    ev.message = std::move(*message);
-    auto src = object_field(e, "source", "");
-    if (!src) return src.error().within(where);
-    if (*src != nullptr) {
-      auto component = string_field(**src, "component", "source", false);
-      if (!component) return component.error().within(where);
-      ev.source = std::move(*component);
-    }
-    if (ev.source.empty()) {
-      auto controller = string_field(e, "reportingController", "", false);
-      if (!controller) return controller.error().within(where);
-      ev.source = std::move(*controller);
-    }
-    auto count = int_field(e, e.contains("series") ? "deprecatedCount" : "count", "");
-    if (!count) return count.error().within(where);
-    ev.count = *count == 0 ? 1 : *count;
-    out.push_back(std::move(ev));
-    return std::nullopt;
-  };
   const bool several = docs->count > 1;
   for (const SourceDocument& doc : docs->documents) {
     const std::string where =
         several ? std::string(source) + ":" + std::to_string(doc.line) : std::string(source);
-    const json& v = doc.value;
-    const json* items = nullptr;
-    if (v.is_array()) {
-      items = &v;
-    } else if (v.is_object() && v.contains("items")) {
-      auto list = array_field(v, "items", "");
-      if (!list) return list.error().within(where);
-      items = *list;
-    }
-    if (items == nullptr) {
-      if (auto e = take(v, where)) return *e;
-      continue;
-    }
-    for (std::size_t i = 0; i < items->size(); ++i) {
-      if (auto e = take((*items)[i], where + ": " + index_path("items", i))) return *e;
-    }
+    if (auto e = read_pod_events_document(doc.value, where, pod, out)) return *e;
   }
   return out;
 }

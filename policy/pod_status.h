@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,5 +56,10 @@ Expected<PodReport> pod_report_from_json(const nlohmann::json& pod, std::string_
 // carry one). Objects of other kinds in the list are ignored.
 Expected<std::vector<PodEvent>> read_pod_events(std::string_view text, std::string_view source,
                                                 const PodReport& pod);
+// The same for one parsed document (an EventList, a List, an array or one
+// Event) read at `where`, added to `out`.
+std::optional<Error> read_pod_events_document(const nlohmann::json& document,
+                                              const std::string& where, const PodReport& pod,
+                                              std::vector<PodEvent>& out);
 
 }  // namespace cudagate

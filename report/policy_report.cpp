@@ -173,24 +173,50 @@ json report_object(ReportApi api, const std::string& namespace_, const ResultCou
 
 std::vector<json> policy_reports(const Audit& audit, ReportApi api,
                                  std::int64_t timestamp_seconds) {
+  return policy_reports(audit, api, timestamp_seconds, 0);
+}
+
+std::vector<json> policy_reports(const Audit& audit, ReportApi api, std::int64_t timestamp_seconds,
+                                 std::size_t max_results) {
   struct Pending {
     json results = json::array();
     ResultCounts counts;
   };
-  std::map<std::string, Pending> by_namespace;  // "" (the cluster report) sorts first
+  // "" (the cluster report) sorts first; each namespace's parts in order.
+  std::map<std::string, std::vector<Pending>> by_namespace;
   for (const auto& w : audit.workloads) {
-    Pending& p = by_namespace[w.decision.resource.namespace_];
-    add_results(w, timestamp_seconds, p.results, p.counts);
+    std::vector<Pending>& parts = by_namespace[w.decision.resource.namespace_];
+    Pending one;
+    add_results(w, timestamp_seconds, one.results, one.counts);
+    if (parts.empty() || (max_results != 0 && !parts.back().results.empty() &&
+                          parts.back().results.size() + one.results.size() > max_results)) {
+      parts.emplace_back();
+    }
+    Pending& part = parts.back();
+    for (auto& r : one.results) part.results.push_back(std::move(r));
+    part.counts.pass += one.counts.pass;
+    part.counts.fail += one.counts.fail;
+    part.counts.warn += one.counts.warn;
+    part.counts.error += one.counts.error;
+    part.counts.skip += one.counts.skip;
   }
   std::vector<json> out;
-  for (auto& [ns, pending] : by_namespace) {
-    if (ns.empty()) continue;
-    out.push_back(report_object(api, ns, pending.counts, std::move(pending.results)));
+  const auto emit = [&](const std::string& ns, std::vector<Pending>& parts) {
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      out.push_back(report_object(api, ns, parts[i].counts, std::move(parts[i].results)));
+      if (i > 0) out.back()["metadata"]["name"] = report_part_name(i);
+    }
+  };
+  for (auto& [ns, parts] : by_namespace) {
+    if (!ns.empty()) emit(ns, parts);
   }
-  if (const auto it = by_namespace.find(""); it != by_namespace.end()) {
-    out.push_back(report_object(api, "", it->second.counts, std::move(it->second.results)));
-  }
+  if (const auto it = by_namespace.find(""); it != by_namespace.end()) emit("", it->second);
   return out;
+}
+
+std::string report_part_name(std::size_t part) {
+  if (part == 0) return std::string(kReportPolicy);
+  return std::string(kReportPolicy) + "-" + std::to_string(part);
 }
 
 std::string policy_reports_yaml(const Audit& audit, ReportApi api, std::int64_t timestamp_seconds) {

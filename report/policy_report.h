@@ -13,6 +13,7 @@
 // namespace (manifests that leave it to kubectl) go into the cluster-scoped
 // report. The summary counts the results.
 
+#include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -32,6 +33,18 @@ inline constexpr std::string_view kReportPolicy = "cudagate";
 // time) stamps every result: the caller reads the clock.
 [[nodiscard]] std::vector<nlohmann::json> policy_reports(const Audit& audit, ReportApi api,
                                                          std::int64_t timestamp_seconds);
+
+// The same with at most `max_results` results a report (0: no bound), as
+// the server writes them into a cluster: etcd refuses objects over about
+// 1.5 MiB, which a namespace of thousands of workloads would pass. A
+// namespace whose results do not fit gets further reports, "cudagate-1",
+// "cudagate-2", ... (report_part_name()), each with its own summary; a
+// workload's results are never split between two of them.
+[[nodiscard]] std::vector<nlohmann::json> policy_reports(const Audit& audit, ReportApi api,
+                                                         std::int64_t timestamp_seconds,
+                                                         std::size_t max_results);
+// "cudagate" for part 0, "cudagate-N" after it.
+[[nodiscard]] std::string report_part_name(std::size_t part);
 
 // policy_reports() as one YAML stream, documents separated by "---".
 [[nodiscard]] std::string policy_reports_yaml(const Audit& audit, ReportApi api,

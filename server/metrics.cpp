@@ -307,6 +307,22 @@ WebhookMetrics::WebhookMetrics(std::string_view version, std::string_view compat
       watch_restarts_(registry_.counter("cudagate_inventory_watch_restarts_total",
                                         "Node watches on the API server begun again, by reason.",
                                         {"reason"})),
+      audit_workloads_(registry_.gauge(
+          "cudagate_audit_workloads",
+          "Workloads running in the cluster by verdict at the last background audit (error: "
+          "could not be judged).",
+          {"verdict"})),
+      audit_runs_(registry_.counter("cudagate_audit_runs_total",
+                                    "Background audits run, by result.", {"result"})),
+      audit_last_run_(registry_.gauge("cudagate_audit_last_run_timestamp_seconds",
+                                      "Unix time at which the last successful background audit "
+                                      "ended.")),
+      audit_duration_(registry_.gauge("cudagate_audit_last_run_duration_seconds",
+                                      "How long the last successful background audit took.")),
+      audit_report_writes_(registry_.counter(
+          "cudagate_audit_report_writes_total",
+          "PolicyReport or Report objects applied or deleted in the cluster, by result.",
+          {"operation", "result"})),
       open_connections_(
           registry_.gauge("cudagate_open_connections", "Client connections currently open.")),
       rejected_connections_(registry_.counter(
@@ -364,6 +380,39 @@ void WebhookMetrics::certificate_expiry(double not_after) {
 
 void WebhookMetrics::reload(std::string_view file, std::string_view result) {
   reloads_.add({file, result});
+}
+
+void WebhookMetrics::audit_enabled() {
+  for (const char* verdict :
+       {"pass", "partial", "fail", "unknown", "no-candidates", "skip", "error"}) {
+    audit_workloads_.touch({verdict});
+  }
+  for (const char* result : {"success", "error"}) audit_runs_.touch({result});
+  audit_last_run_.touch({});
+  audit_duration_.touch({});
+}
+
+void WebhookMetrics::audit_workloads(const std::map<std::string, std::size_t>& by_verdict) {
+  for (const char* verdict :
+       {"pass", "partial", "fail", "unknown", "no-candidates", "skip", "error"}) {
+    const auto it = by_verdict.find(verdict);
+    audit_workloads_.set({verdict}, it == by_verdict.end() ? 0.0 : static_cast<double>(it->second));
+  }
+}
+
+void WebhookMetrics::audit_run(std::string_view result, double at, double seconds) {
+  audit_runs_.add({result});
+  if (result == "success") {
+    audit_last_run_.set({}, at);
+    audit_duration_.set({}, seconds);
+  }
+}
+
+void WebhookMetrics::audit_report_writes(std::string_view operation, std::size_t succeeded,
+                                         std::size_t failed) {
+  if (succeeded > 0)
+    audit_report_writes_.add({operation, "success"}, static_cast<double>(succeeded));
+  if (failed > 0) audit_report_writes_.add({operation, "error"}, static_cast<double>(failed));
 }
 
 void WebhookMetrics::inventory_relist(std::string_view reason) {

@@ -138,6 +138,15 @@ class WebhookMetrics : public RegistryObserver {
   // one ("closed", "error", "throttled").
   void inventory_relist(std::string_view reason);
   void inventory_watch_restart(std::string_view reason);
+  // The background audit (serve --audit-interval): its series exist once
+  // it is enabled; the workloads of the last run by verdict (every verdict,
+  // and "error" for those that could not be judged); a run ended, result
+  // "success" or "error", at Unix time `at`, taking `seconds` (success);
+  // reports applied or deleted in the cluster (--write-reports).
+  void audit_enabled();
+  void audit_workloads(const std::map<std::string, std::size_t>& by_verdict);
+  void audit_run(std::string_view result, double at, double seconds);
+  void audit_report_writes(std::string_view operation, std::size_t succeeded, std::size_t failed);
   void connection_opened();
   void connection_closed();
   void connection_rejected();
@@ -160,6 +169,11 @@ class WebhookMetrics : public RegistryObserver {
   MetricFamily& reloads_;
   MetricFamily& relists_;
   MetricFamily& watch_restarts_;
+  MetricFamily& audit_workloads_;
+  MetricFamily& audit_runs_;
+  MetricFamily& audit_last_run_;
+  MetricFamily& audit_duration_;
+  MetricFamily& audit_report_writes_;
   MetricFamily& open_connections_;
   MetricFamily& rejected_connections_;
 };

@@ -210,6 +210,11 @@ std::optional<Error> serve(const ServeSettings& settings) {
       metrics.reload("nodes", "success");
     });
 
+  std::optional<BackgroundAudit> background_audit;
+  if (settings.audit) {
+    if (!live) return Error{"--audit-interval", "needs --in-cluster or --kubeconfig"};
+    background_audit.emplace(*settings.cluster, *settings.audit, state, metrics, &registry);
+  }
   std::optional<LiveInventory> live_inventory;
   std::optional<kube::NodeWatcher> node_watcher;
   if (live) {
@@ -228,6 +233,7 @@ std::optional<Error> serve(const ServeSettings& settings) {
           }
           state.set_inventory(update.inventory);
           if (update.from_list) state.set_inventory_synced();
+          if (background_audit) background_audit->inventory_changed();
         });
     kube::NodeWatcherHandlers handlers;
     handlers.on_page = [&](std::vector<Node> nodes, bool first, bool last) {
@@ -305,6 +311,7 @@ std::optional<Error> serve(const ServeSettings& settings) {
   } else {
     state.set_inventory_synced();
   }
+  if (background_audit) background_audit->start();
   spdlog::info("cudagate {} serving https://{} with {} threads", CUDAGATE_VERSION,
                endpoint_text(server.local_endpoint()), threads);
 
@@ -318,6 +325,7 @@ std::optional<Error> serve(const ServeSettings& settings) {
   for (auto& thread : pool) thread.join();
   set_log_flush_scheduler({});
 
+  if (background_audit) background_audit->stop();
   watch.stop();
   reload_work.reset();
   reload_ioc.stop();

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "kube/cluster_config.h"
+#include "server/background_audit.h"
 #include "server/cert_store.h"
 #include "server/tls_server.h"
 #include "types/expected.h"
@@ -26,6 +27,9 @@ struct ServeSettings {
   // The cluster whose Nodes are listed and watched (--in-cluster,
   // --kubeconfig) instead of a file; ready once the first list is in.
   std::optional<kube::ClusterConfig> cluster;
+  // The background audit of what runs in `cluster` (--audit-interval);
+  // needs `cluster`.
+  std::optional<BackgroundAuditSettings> audit;
   std::string compat_db_path;  // empty: the embedded matrix
   TlsFiles tls;
   boost::asio::ip::tcp::endpoint endpoint;

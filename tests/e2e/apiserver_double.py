@@ -21,13 +21,35 @@ module speaks the part of its protocol that `cudagate serve --in-cluster` /
 - failures on request: the next requests answered 429 with Retry-After,
   open watch streams dropped without the last chunk (a lost connection).
 
+Besides Nodes it serves the collections an audit reads and writes, as the
+real server does:
+
+- GET of a list of Pods, Deployments, StatefulSets, DaemonSets, ReplicaSets,
+  Jobs, CronJobs, PolicyReports or Reports, of every namespace
+  (/api/v1/pods, /apis/apps/v1/deployments) or of one
+  (/api/v1/namespaces/NS/pods), paged like the Node list, in namespace and
+  name order, with labelSelector (equality terms); the items carry no kind
+  or apiVersion, as in a real list; GET of one object (404 when absent);
+- PATCH of a PolicyReport (wgpolicyk8s.io/v1alpha2) or Report
+  (openreports.io/v1alpha1) as a server-side apply: Content-Type
+  application/apply-patch+yaml (else 415), fieldManager (else 400) and
+  force=true (else 409 when another manager owns the object), a body whose
+  apiVersion, kind, name and namespace are the URL's (else 400), valid
+  against the CRD's OpenAPI schema when `schemas` has it (else 422 with the
+  schema's complaint); answered 201 on create, 200 on update, with the
+  object as stored (uid, resourceVersion, managedFields of the manager);
+- DELETE of one of those (200 with a Success Status, 404 when absent).
+
+Applies and deletes are recorded in `applied` (the body of every apply, in
+order) and `deleted`.
+
 Node objects are stored as given and served with a resourceVersion; the
 tests give Node objects shaped as a real cluster sends them (see
 realistic_node()).
 
 Every request is recorded in `requests` (method, path, query, the token
-presented, the status answered, the time), so tests can wait for what
-cudagate did instead of sleeping.
+presented, the status answered, the time, and for PATCH the content type
+and body), so tests can wait for what cudagate did instead of sleeping.
 """
 
 import base64
@@ -75,8 +97,118 @@ def realistic_node(node, rv_hint=None):
     return node
 
 
+# The collections served besides Nodes: URL (group, version, resource) ->
+# the kind of the objects and whether they are written (applied, deleted).
+COLLECTIONS = {
+    ("", "v1", "pods"): ("Pod", False),
+    ("", "v1", "events"): ("Event", False),
+    ("apps", "v1", "deployments"): ("Deployment", False),
+    ("apps", "v1", "statefulsets"): ("StatefulSet", False),
+    ("apps", "v1", "daemonsets"): ("DaemonSet", False),
+    ("apps", "v1", "replicasets"): ("ReplicaSet", False),
+    ("batch", "v1", "jobs"): ("Job", False),
+    ("batch", "v1", "cronjobs"): ("CronJob", False),
+    ("wgpolicyk8s.io", "v1alpha2", "policyreports"): ("PolicyReport", True),
+    ("openreports.io", "v1alpha1", "reports"): ("Report", True),
+}
+
+KIND_COLLECTION = {kind: key for key, (kind, _) in COLLECTIONS.items()}
+
+
+def parse_path(path):
+    """(group, version, namespace, resource, name) of an API path, or None."""
+    parts = path.strip("/").split("/")
+    if parts[:1] == ["api"] and len(parts) >= 3:
+        group, version, rest = "", parts[1], parts[2:]
+    elif parts[:1] == ["apis"] and len(parts) >= 4:
+        group, version, rest = parts[1], parts[2], parts[3:]
+    else:
+        return None
+    namespace = None
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        namespace, rest = rest[1], rest[2:]
+    if len(rest) == 1:
+        return group, version, namespace, rest[0], None
+    if len(rest) == 2:
+        return group, version, namespace, rest[0], rest[1]
+    return None
+
+
+def rbac_call(record):
+    """The RBAC (verb, group, resource) of a recorded request."""
+    parsed = parse_path(record["path"])
+    if parsed is None:
+        return None
+    group, _, _, resource, name = parsed
+    method = record.get("method", "GET")
+    if method == "GET":
+        if record["query"].get("watch") in ("1", "true"):
+            verb = "watch"
+        else:
+            verb = "get" if name else "list"
+    else:
+        verb = method.lower()
+    return verb, group, resource
+
+
+def realistic_object(obj, manager="kube-controller-manager"):
+    """A workload (from a manifest) as a live API server returns it: uid,
+    creationTimestamp, generation, managedFields, and a status."""
+    obj = copy.deepcopy(obj)
+    meta = obj.setdefault("metadata", {})
+    meta.setdefault("namespace", "default")
+    meta.setdefault("uid", "6a1b2c3d-0000-4000-8000-" + format(
+        abs(hash((obj.get("kind"), meta["namespace"], meta.get("name")))) % 10**12, "012d"))
+    meta.setdefault("creationTimestamp", "2025-11-28T08:00:00Z")
+    meta.setdefault("generation", 1)
+    meta["managedFields"] = [
+        {"apiVersion": obj.get("apiVersion", "v1"), "fieldsType": "FieldsV1", "manager": manager,
+         "operation": "Update", "time": "2025-11-28T08:00:00Z",
+         "fieldsV1": {"f:metadata": {"f:labels": {}}, "f:spec": {}}},
+        {"apiVersion": obj.get("apiVersion", "v1"), "fieldsType": "FieldsV1",
+         "manager": "kube-controller-manager" if obj.get("kind") != "Pod" else "kubelet",
+         "operation": "Update", "subresource": "status", "time": "2025-11-28T08:01:00Z",
+         "fieldsV1": {"f:status": {}}},
+    ]
+    kind = obj.get("kind")
+    if kind == "Pod":
+        obj.setdefault("status", {"phase": "Running", "podIP": "10.1.2.3",
+                                  "conditions": [{"type": "Ready", "status": "True"}],
+                                  "startTime": "2025-11-28T08:01:00Z"})
+    elif kind in ("Deployment", "StatefulSet", "ReplicaSet"):
+        replicas = obj.get("spec", {}).get("replicas", 1)
+        obj.setdefault("status", {"replicas": replicas, "readyReplicas": replicas,
+                                  "observedGeneration": 1})
+    elif kind == "DaemonSet":
+        obj.setdefault("status", {"desiredNumberScheduled": 3, "numberReady": 3})
+    elif kind == "Job":
+        obj.setdefault("status", {"active": 1, "startTime": "2025-11-28T08:01:00Z"})
+    elif kind == "CronJob":
+        obj.setdefault("status", {"lastScheduleTime": "2025-11-28T02:00:00Z"})
+    return obj
+
+
+def selector_matches(selector, labels):
+    for term in filter(None, (selector or "").split(",")):
+        if "!=" in term:
+            key, value = term.split("!=", 1)
+            if labels.get(key) == value:
+                return False
+        elif "=" in term:
+            key, value = term.replace("==", "=").split("=", 1)
+            if labels.get(key) != value:
+                return False
+        elif term.startswith("!"):
+            if term[1:] in labels:
+                return False
+        elif term not in labels:
+            return False
+    return True
+
+
 class ApiServerDouble:
-    def __init__(self, certs_dir, tokens=("test-token",), client_ca=None, page_size=500):
+    def __init__(self, certs_dir, tokens=("test-token",), client_ca=None, page_size=500,
+                 schemas=None):
         self.certs_dir = certs_dir
         self.tokens = set(tokens)
         self.page_size = page_size
@@ -94,6 +226,12 @@ class ApiServerDouble:
         self.drop_generation = 0
         self.closed = False
         self.client_ca = client_ca
+        # (group, version, resource) -> {(namespace, name): object}
+        self.objects = {key: {} for key in COLLECTIONS}
+        self.applied = []           # (resource, namespace, name, body) of every apply
+        self.deleted = []           # (resource, namespace, name)
+        # (group, version, resource) -> a JSON schema the applied bodies must pass
+        self.schemas = schemas or {}
 
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.minimum_version = ssl.TLSVersion.TLSv1_2
@@ -110,6 +248,12 @@ class ApiServerDouble:
                 pass
 
             def do_GET(self):
+                double._handle(self)
+
+            def do_PATCH(self):
+                double._handle(self)
+
+            def do_DELETE(self):
                 double._handle(self)
 
         class Server(http.server.ThreadingHTTPServer):
@@ -194,6 +338,30 @@ class ApiServerDouble:
         with self.lock:
             self.fail_next += [(status, retry_after)] * count
 
+    def put_object(self, obj):
+        """Adds or replaces a workload or report (by its kind)."""
+        with self.lock:
+            key = KIND_COLLECTION[obj["kind"]]
+            obj = copy.deepcopy(obj)
+            meta = obj["metadata"]
+            meta["resourceVersion"] = str(self._next_rv())
+            self.objects[key][(meta.get("namespace", ""), meta["name"])] = obj
+            self.lock.notify_all()
+
+    def remove_object(self, kind, namespace, name):
+        with self.lock:
+            self.objects[KIND_COLLECTION[kind]].pop((namespace, name))
+            self._next_rv()
+            self.lock.notify_all()
+
+    def stored(self, resource):
+        """The stored objects of a resource ("policyreports"), by (namespace, name)."""
+        with self.lock:
+            for (group, version, res), objects in self.objects.items():
+                if res == resource:
+                    return copy.deepcopy(objects)
+        raise KeyError(resource)
+
     def requests_where(self, predicate):
         with self.lock:
             return [r for r in self.requests if predicate(r)]
@@ -224,7 +392,15 @@ class ApiServerDouble:
         parsed = urllib.parse.urlsplit(handler.path)
         query = dict(urllib.parse.parse_qsl(parsed.query))
         token, ok = self._authenticated(handler)
-        record = {"path": parsed.path, "query": query, "token": token, "time": time.monotonic()}
+        record = {"method": handler.command, "path": parsed.path, "query": query, "token": token,
+                  "time": time.monotonic()}
+        body = b""
+        length = int(handler.headers.get("Content-Length") or 0)
+        if length:
+            body = handler.rfile.read(length)
+        if handler.command == "PATCH":
+            record["content_type"] = handler.headers.get("Content-Type", "")
+            record["body"] = body.decode(errors="replace")
         with self.lock:
             self.requests.append(record)
             failure = self.fail_next.pop(0) if self.fail_next and ok else None
@@ -240,11 +416,30 @@ class ApiServerDouble:
                 "the server has received too many requests" if status == 429 else "injected"),
                 headers)
         if parsed.path != "/api/v1/nodes":
-            record["status"] = 404
-            return self._send_json(handler, 404, status_body(404, "NotFound", "not found"))
+            return self._collection(handler, parsed.path, query, record, body)
         if query.get("watch") in ("1", "true"):
             return self._watch(handler, query, record)
         return self._list(handler, query, record)
+
+    def _continue_state(self, handler, query, record):
+        """The (list resourceVersion, last key) of a continue token, or None
+        when it was answered: 400 for a token that is not one, 410 for one
+        older than the compaction point. Called with the lock held."""
+        try:
+            state = json.loads(base64.b64decode(query["continue"]))
+            list_rv, after = state["rv"], state["after"]
+        except (ValueError, KeyError, TypeError):
+            record["status"] = 400
+            self._send_json(handler, 400, status_body(400, "BadRequest", "bad continue token"))
+            return None
+        if list_rv < self.compacted:
+            record["status"] = 410
+            self._send_json(handler, 410, status_body(
+                410, "Expired", "The provided continue parameter is too old to display "
+                "a consistent list result. You can start a new list without the continue "
+                "parameter."))
+            return None
+        return list_rv, after
 
     def _list(self, handler, query, record):
         self.list_gate.wait()
@@ -253,19 +448,10 @@ class ApiServerDouble:
         limit = min(int(query.get("limit", "0")) or 10**9, self.page_size)
         with self.lock:
             if "continue" in query:
-                try:
-                    state = json.loads(base64.b64decode(query["continue"]))
-                except ValueError:
-                    record["status"] = 400
-                    return self._send_json(handler, 400, status_body(400, "BadRequest",
-                                                                      "bad continue token"))
-                list_rv, after = state["rv"], state["after"]
-                if list_rv < self.compacted:
-                    record["status"] = 410
-                    return self._send_json(handler, 410, status_body(
-                        410, "Expired", "The provided continue parameter is too old to display "
-                        "a consistent list result. You can start a new list without the continue "
-                        "parameter."))
+                state = self._continue_state(handler, query, record)
+                if state is None:
+                    return None
+                list_rv, after = state
             else:
                 list_rv, after = self.rv, ""
             # The list as of list_rv: nodes whose current rv is newer are shown
@@ -281,6 +467,145 @@ class ApiServerDouble:
         record["status"] = 200
         self._send_json(handler, 200, {"kind": "NodeList", "apiVersion": "v1",
                                        "metadata": meta, "items": items})
+
+    def _collection(self, handler, path, query, record, body):
+        where = parse_path(path)
+        key = where and (where[0], where[1], where[3])
+        if key not in COLLECTIONS:
+            record["status"] = 404
+            return self._send_json(handler, 404, status_body(404, "NotFound", "not found"))
+        group, version, namespace, resource, name = where
+        kind, writable = COLLECTIONS[key]
+        method = handler.command
+        if method == "GET" and name is None:
+            return self._list_objects(handler, key, kind, namespace, query, record)
+        if method == "GET":
+            with self.lock:
+                obj = self.objects[key].get((namespace or "", name))
+            if obj is None:
+                record["status"] = 404
+                return self._send_json(handler, 404, status_body(
+                    404, "NotFound", f'{resource} "{name}" not found'))
+            record["status"] = 200
+            return self._send_json(handler, 200, obj)
+        if not writable or name is None or namespace is None:
+            record["status"] = 405
+            return self._send_json(handler, 405, status_body(405, "MethodNotAllowed",
+                                                              "the server does not allow this"))
+        if method == "DELETE":
+            with self.lock:
+                gone = self.objects[key].pop((namespace, name), None)
+                if gone is not None:
+                    self.deleted.append((resource, namespace, name))
+                    self._next_rv()
+            if gone is None:
+                record["status"] = 404
+                return self._send_json(handler, 404, status_body(
+                    404, "NotFound", f'{resource}.{group} "{name}" not found'))
+            record["status"] = 200
+            return self._send_json(handler, 200, {
+                "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                "details": {"name": name, "group": group, "kind": resource,
+                            "uid": gone["metadata"].get("uid", "")}})
+        if method == "PATCH":
+            return self._apply(handler, key, kind, namespace, name, query, record, body)
+        record["status"] = 405
+        return self._send_json(handler, 405, status_body(405, "MethodNotAllowed", "not allowed"))
+
+    def _list_objects(self, handler, key, kind, namespace, query, record):
+        if "continue" in query:
+            self.continue_gate.wait()
+        limit = min(int(query.get("limit", "0")) or 10**9, self.page_size)
+        selector = query.get("labelSelector")
+        with self.lock:
+            if "continue" in query:
+                state = self._continue_state(handler, query, record)
+                if state is None:
+                    return None
+                list_rv, after = state[0], tuple(state[1])
+            else:
+                list_rv, after = self.rv, ("", "")
+            keys = sorted(k for k, obj in self.objects[key].items()
+                          if (namespace is None or k[0] == namespace) and k > after
+                          and selector_matches(selector, obj["metadata"].get("labels", {})))
+            page = keys[:limit]
+            items = []
+            for k in page:
+                item = copy.deepcopy(self.objects[key][k])
+                item.pop("kind", None)        # list items carry neither
+                item.pop("apiVersion", None)
+                items.append(item)
+            meta = {"resourceVersion": str(list_rv)}
+            if len(keys) > limit:
+                meta["continue"] = base64.b64encode(json.dumps(
+                    {"rv": list_rv, "after": list(page[-1])}).encode()).decode()
+                meta["remainingItemCount"] = len(keys) - limit
+        group, version, _ = key
+        record["status"] = 200
+        self._send_json(handler, 200, {"kind": kind + "List",
+                                       "apiVersion": f"{group}/{version}" if group else version,
+                                       "metadata": meta, "items": items})
+
+    def _apply(self, handler, key, kind, namespace, name, query, record, body):
+        group, version, resource = key
+        api_version = f"{group}/{version}"
+
+        def refuse(status, reason, message):
+            record["status"] = status
+            return self._send_json(handler, status, status_body(status, reason, message))
+
+        content_type = handler.headers.get("Content-Type", "").split(";")[0].strip()
+        if content_type != "application/apply-patch+yaml":
+            return refuse(415, "UnsupportedMediaType",
+                          f"the body of the request was in an unknown format - accepted media "
+                          f"types include: application/json-patch+json, application/merge-patch"
+                          f"+json, application/apply-patch+yaml (got {content_type!r})")
+        manager = query.get("fieldManager", "")
+        if not manager:
+            return refuse(400, "BadRequest", 'PatchOptions.meta.k8s.io "" is invalid: '
+                          'fieldManager: Required value: is required for apply patch')
+        try:
+            import yaml  # JSON is YAML; the server reads either
+            obj = yaml.safe_load(body.decode())
+        except Exception as e:  # noqa: BLE001 - the server's answer to any unreadable body
+            return refuse(400, "BadRequest", f"error decoding YAML: {e}")
+        if not isinstance(obj, dict):
+            return refuse(400, "BadRequest", "the body is not an object")
+        meta = obj.get("metadata") or {}
+        if obj.get("apiVersion") != api_version or obj.get("kind") != kind:
+            return refuse(400, "BadRequest", f"apiVersion and kind must be {api_version} {kind}")
+        if meta.get("name") != name or meta.get("namespace", namespace) != namespace:
+            return refuse(400, "BadRequest", "the name and namespace of the body do not match "
+                          "the request")
+        schema = self.schemas.get(key)
+        if schema is not None:
+            import jsonschema  # python3-jsonschema
+            try:
+                jsonschema.validate(obj, schema)
+            except jsonschema.ValidationError as e:
+                return refuse(422, "Invalid", f"{kind}.{group} \"{name}\" is invalid: "
+                              f"{'.'.join(str(p) for p in e.absolute_path)}: {e.message}")
+        with self.lock:
+            existing = self.objects[key].get((namespace, name))
+            if existing is not None and query.get("force") != "true":
+                owners = {f["manager"] for f in existing["metadata"].get("managedFields", [])}
+                if owners - {manager}:
+                    return refuse(409, "Conflict", f"Apply failed with conflicts: managers "
+                                  f"{sorted(owners - {manager})}")
+            stored = copy.deepcopy(obj)
+            stored["metadata"]["namespace"] = namespace
+            stored["metadata"]["uid"] = (existing or {}).get("metadata", {}).get(
+                "uid", "7b2c3d4e-0000-4000-8000-" + format(self.rv, "012d"))
+            stored["metadata"]["resourceVersion"] = str(self._next_rv())
+            stored["metadata"]["managedFields"] = [{
+                "apiVersion": api_version, "fieldsType": "FieldsV1", "manager": manager,
+                "operation": "Apply", "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "fieldsV1": {"f:metadata": {}, "f:results": {}, "f:summary": {}}}]
+            self.objects[key][(namespace, name)] = stored
+            self.applied.append((resource, namespace, name, obj))
+            self.lock.notify_all()
+        record["status"] = 200 if existing is not None else 201
+        return self._send_json(handler, record["status"], stored)
 
     def _watch(self, handler, query, record):
         try:

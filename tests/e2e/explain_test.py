@@ -7,14 +7,18 @@ shaped as a kubelet with containerd and the NVIDIA container toolkit in
 legacy mode reports them: CrashLoopBackOff with the last termination
 message, RunContainerError and a Failed event with nvidia-container-cli's
 refusal, FailedCreatePodSandBox with an error cudagate does not cover.
+`explain pod NAME` is tested against the API server double
+(tests/e2e/apiserver_double.py), there being no kube-apiserver here.
 
 Runs the real binary:  python3 explain_test.py --binary PATH --source REPO
 """
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import unittest
 
 import harness
@@ -106,6 +110,76 @@ class Unrecognised(unittest.TestCase):
     def test_without_events_only_the_statuses(self):
         out = json.loads(explain("pod-runcontainererror.yaml", events=False).stdout)
         self.assertEqual(len(out["failures"]), 1)
+
+
+class ThroughApiServer(unittest.TestCase):
+    """`explain pod NAME -n NS` against the API server double
+    (tests/e2e/apiserver_double.py: TLS, a bearer token, paged lists whose
+    items carry no kind, as a live server sends them): the answer must be
+    the offline one for the same objects, and every call a row of
+    `cudagate api-calls` with when "explain"."""
+
+    @classmethod
+    def setUpClass(cls):
+        import cluster_audit_test
+        import kube_watch_test
+        import server_test
+        cls.cat, cls.kw = cluster_audit_test, kube_watch_test
+        server_test.SOURCE = SOURCE
+        kube_watch_test.BINARY, kube_watch_test.SOURCE = BINARY, SOURCE
+        cluster_audit_test.BINARY, cluster_audit_test.SOURCE = BINARY, SOURCE
+        cls.shared = tempfile.mkdtemp(prefix="cudagate-explain-")
+        cls.certs = os.path.join(cls.shared, "certs")
+        server_test.make_certs(cls.certs)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.shared, ignore_errors=True)
+
+    def setUp(self):
+        import yaml
+        from apiserver_double import ApiServerDouble, realistic_node
+        self.api = ApiServerDouble(self.certs, page_size=2)
+        self.api.start()
+        self.kubeconfig = self.kw.kubeconfig(self.shared, self.api.url, ["token: test-token"])
+        with open(os.path.join(SOURCE, "tests", "fixtures", "plan", "nodes.yaml")) as f:
+            for node in yaml.safe_load(f)["items"]:
+                self.api.put(realistic_node(node))
+        for name in ("pod-crashloop.yaml", "pod-runcontainererror.yaml"):
+            with open(fixture(name)) as f:
+                self.api.put_object(yaml.safe_load(f))
+        with open(fixture("events.yaml")) as f:
+            for event in yaml.safe_load(f)["items"]:
+                self.api.put_object(event)
+
+    def tearDown(self):
+        self.api.stop()
+
+    def test_the_same_answer_as_from_files_and_only_its_calls(self):
+        env = dict(os.environ, NO_COLOR="1")
+        env.pop("KUBECONFIG", None)
+        for pod, ns, name in (("pod-runcontainererror.yaml", "inference", "serve-cuda124-6b7c9d5f8-p4q2r"),
+                              ("pod-crashloop.yaml", "ml", "train-sm80-7d9f8b6c4-x2x7q")):
+            r = subprocess.run([BINARY, "explain", "pod", name, "-n", ns, "--offline",
+                                "--kubeconfig", self.kubeconfig, "-o", "json"],
+                               capture_output=True, text=True, timeout=120, env=env)
+            self.assertEqual(r.returncode, 1, r.stderr)
+            live = json.loads(r.stdout)
+            offline = json.loads(explain(pod).stdout)
+            for key in ("pod", "failures", "unrecognised"):
+                self.assertEqual(live[key], offline[key], key)
+            self.assertEqual(live["decision"]["verdict"], offline["decision"]["verdict"])
+        rows = {(c["verb"], c["group"], c["resource"]) for c in self.cat.api_calls()
+                if c["when"] == "explain"}
+        self.assertEqual(rows, {("get", "", "pods"), ("list", "", "events"), ("list", "", "nodes")})
+        self.assertEqual(self.cat.seen_calls(self.api), rows)
+
+    def test_a_missing_pod_is_an_error_naming_it(self):
+        r = subprocess.run([BINARY, "explain", "pod", "nope", "-n", "ml", "--kubeconfig",
+                            self.kubeconfig], capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("404", r.stderr)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
 
 
 class Usage(unittest.TestCase):

@@ -117,5 +117,43 @@ TEST(PolicyReport, AnEmptyAuditHasNoReports) {
   EXPECT_EQ(policy_reports_yaml(Audit{}, ReportApi::open_reports, kTime), "");
 }
 
+TEST(PolicyReport, SplitReportsHoldAtMostTheCapAndWholeWorkloads) {
+  const Audit audit = fixture_audit();
+  const auto whole = policy_reports(audit, ReportApi::policy_report, kTime);
+  const auto split = policy_reports(audit, ReportApi::policy_report, kTime, 4);
+  ASSERT_GT(split.size(), whole.size());
+  std::map<std::string, std::size_t> results_by_namespace;
+  std::map<std::string, std::vector<std::string>> names_by_namespace;
+  for (const auto& report : split) {
+    const std::string ns = report["metadata"].value("namespace", std::string("-"));
+    // 3 results a workload: a cap of 4 holds one workload a report.
+    EXPECT_LE(report["results"].size(), 4U);
+    EXPECT_EQ(report["results"].size(), 3U);
+    std::set<std::string> workloads;
+    std::map<std::string, std::size_t> counted;
+    for (const auto& r : report["results"]) {
+      workloads.insert(r["resources"][0]["name"].get<std::string>());
+      ++counted[r["result"].get<std::string>()];
+    }
+    EXPECT_EQ(workloads.size(), 1U);
+    for (const char* key : {"pass", "fail", "warn", "error", "skip"}) {
+      EXPECT_EQ(report["summary"][key].get<std::size_t>(), counted[key]) << key;
+    }
+    results_by_namespace[ns] += report["results"].size();
+    names_by_namespace[ns].push_back(report["metadata"]["name"].get<std::string>());
+  }
+  for (const auto& report : whole) {
+    const std::string ns = report["metadata"].value("namespace", std::string("-"));
+    EXPECT_EQ(results_by_namespace[ns], report["results"].size()) << ns;
+    const auto& names = names_by_namespace[ns];
+    for (std::size_t i = 0; i < names.size(); ++i) EXPECT_EQ(names[i], report_part_name(i));
+  }
+  EXPECT_EQ(report_part_name(0), "cudagate");
+  EXPECT_EQ(report_part_name(2), "cudagate-2");
+  // No cap, or one larger than any namespace: the reports of policy_reports().
+  EXPECT_EQ(policy_reports(audit, ReportApi::policy_report, kTime, 0), whole);
+  EXPECT_EQ(policy_reports(audit, ReportApi::policy_report, kTime, 100000), whole);
+}
+
 }  // namespace
 }  // namespace cudagate

@@ -1,0 +1,52 @@
+#pragma once
+// What an audit of a live cluster reads from its API server: the Nodes and
+// the workloads (Pods and the controllers that own pods), list page by
+// list page, into the same values `cudagate audit` reads from files.
+//
+// read_workload_page() and read_node_page() are pure: a page (items with
+// kind and apiVersion filled in, as ApiClient::list hands them on) in,
+// workloads or nodes out, by the same mappings as manifests and --nodes
+// files. Items that cannot be read are recorded with the object's name and
+// the field, and the others still read. The list_* functions make the
+// requests, with a BlockingApiClient, so they block the calling thread.
+
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kube/api_calls.h"
+#include "kube/api_client.h"
+#include "policy/node.h"
+#include "policy/workload_stream.h"
+#include "types/expected.h"
+
+namespace cudagate::kube {
+
+// The workloads of one list page of `call`'s collection, added to `out`.
+// Their place is "" (they come from no file); a broken item is an Error at
+// "pods ml/trainer-0: spec.containers: ...".
+void read_workload_page(const nlohmann::json& page, ApiCallId call, WorkloadStream& out);
+
+// The Nodes of one NodeList page, added to `out`; unreadable ones go to
+// `skipped`, named.
+void read_node_page(const nlohmann::json& page, std::vector<Node>& out,
+                    std::vector<Error>& skipped);
+
+// Every workload of the collections `calls` (kClusterAuditLists,
+// kBackgroundAuditLists), of `namespace_` only unless it is empty, before
+// drop_controlled(). A list that restarts (an expired continue token)
+// replaces what its earlier pages gave. Errors: the first list that failed.
+[[nodiscard]] Expected<WorkloadStream> list_cluster_workloads(BlockingApiClient& client,
+                                                              std::span<const ApiCallId> calls,
+                                                              const std::string& namespace_);
+
+// Every Node of the cluster (the call's collection).
+struct NodeListing {
+  std::vector<Node> nodes;
+  std::vector<Error> skipped;
+};
+[[nodiscard]] Expected<NodeListing> list_cluster_nodes(BlockingApiClient& client, ApiCallId call);
+
+}  // namespace cudagate::kube
