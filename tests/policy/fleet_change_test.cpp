@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "../support/fixtures.h"
+#include "tests/support/fixtures.h"
 
 namespace cudagate {
 namespace {

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "../support/fixtures.h"
 #include "policy/fleet_change.h"
+#include "tests/support/fixtures.h"
 
 namespace cudagate {
 namespace {
