@@ -9,7 +9,6 @@
 
 #include "report/audit.h"
 
-#include <simdjson.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -18,20 +17,18 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
-#include <filesystem>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <utility>
 #include <vector>
 
-#include "admission/simd_json_view.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/manifest_inputs.h"
 #include "kube/api_client.h"
 #include "kube/cluster_workloads.h"
 #include "policy/evaluate.h"
@@ -62,103 +59,12 @@ struct AuditOptions {
 // Progress is shown only for runs this long, and only on a terminal.
 constexpr std::size_t kProgressMinimum = 200;
 
-bool is_manifest_name(const std::filesystem::path& path) {
-  const std::string ext = path.extension().string();
-  return ext == ".yaml" || ext == ".yml" || ext == ".json";
-}
-
-// The files to read: "-" and files as given, folders walked recursively for
-// .yaml, .yml and .json files in name order. A path that does not exist is
-// bad usage.
-std::vector<std::string> input_files(const std::vector<std::string>& paths) {
-  std::vector<std::string> files;
-  for (const std::string& path : paths) {
-    if (path == "-") {
-      files.push_back(path);
-      continue;
-    }
-    std::error_code ec;
-    const auto status = std::filesystem::status(path, ec);
-    if (ec || !std::filesystem::exists(status)) {
-      cli::fail(Error{path, "no such file or directory"});
-    }
-    if (!std::filesystem::is_directory(status)) {
-      files.push_back(path);
-      continue;
-    }
-    std::vector<std::string> found;
-    std::filesystem::recursive_directory_iterator it(
-        path, std::filesystem::directory_options::skip_permission_denied, ec);
-    for (; !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-      std::error_code type_ec;
-      if (it->is_regular_file(type_ec) && is_manifest_name(it->path())) {
-        found.push_back(it->path().string());
-      }
-    }
-    if (ec) cli::fail(Error{path, "cannot list: " + ec.message()});
-    std::sort(found.begin(), found.end());
-    files.insert(files.end(), found.begin(), found.end());
-  }
-  return files;
-}
-
-// The workloads of one file. JSON (`kubectl get ... -o json` of a whole
-// cluster runs to tens of megabytes) is parsed with simdjson, in a fraction
-// of the time and memory of a document tree, and read through the same view
-// mapping, so the workloads, places and errors are those of
-// read_workload_stream; text simdjson does not take (YAML, JSON it refuses
-// or nests deeper than any Kubernetes object) goes to read_workload_stream,
-// which gives the error.
-WorkloadStream read_manifest(const std::string& text, const std::string& source) {
-  constexpr std::size_t kMaxDepth = 256;
-  const auto first = text.find_first_not_of(" \t\r\n");
-  if (first != std::string::npos && (text[first] == '{' || text[first] == '[')) {
-    simdjson::dom::parser parser;
-    simdjson::dom::element root;
-    if (parser.allocate(text.size(), kMaxDepth) == simdjson::SUCCESS &&
-        parser.parse(text).get(root) == simdjson::SUCCESS) {
-      WorkloadStream out;
-      read_workload_document(SimdJsonView(parser.doc), source + ":1", out);
-      return out;
-    }
-  }
-  return read_workload_stream(text, source);
-}
-
-// Everything read from the inputs, before any decision.
-struct Inputs {
-  std::vector<PlacedWorkload> workloads;
-  std::vector<Error> broken;
-  std::size_t skipped = 0;
-  std::size_t controlled = 0;
-};
-
-Inputs read_inputs(const std::vector<std::string>& files) {
-  Inputs in;
-  for (const std::string& file : files) {
-    auto text = read_input(file);
-    if (!text) {
-      in.broken.push_back(text.error());
-      continue;
-    }
-    WorkloadStream stream = read_manifest(*text, display_name(file));
-    spdlog::debug("{}: {} workloads, {} other objects, {} broken", display_name(file),
-                  stream.workloads.size(), stream.skipped, stream.broken.size());
-    in.workloads.insert(in.workloads.end(), std::make_move_iterator(stream.workloads.begin()),
-                        std::make_move_iterator(stream.workloads.end()));
-    in.broken.insert(in.broken.end(), stream.broken.begin(), stream.broken.end());
-    in.skipped += stream.skipped;
-  }
-  in.controlled = drop_controlled(in.workloads);
-  return in;
-}
-
 // The workloads of a live cluster: Pods and the controllers that own pods,
 // listed page by page, each reported once, as its controller.
-Inputs read_cluster(kube::BlockingApiClient& client, const std::string& namespace_) {
+cli::ManifestInputs read_cluster(kube::BlockingApiClient& client, const std::string& namespace_) {
   WorkloadStream stream = cli::value_or_fail(
       kube::list_cluster_workloads(client, kube::kClusterAuditLists, namespace_));
-  Inputs in;
+  cli::ManifestInputs in;
   in.workloads = std::move(stream.workloads);
   in.broken = std::move(stream.broken);
   in.skipped = stream.skipped;
@@ -204,19 +110,6 @@ class Progress {
   std::chrono::steady_clock::time_point last_{};
 };
 
-std::int64_t report_time() {
-  // SOURCE_DATE_EPOCH fixes the reports' timestamps, for reproducible output.
-  if (const char* epoch = std::getenv("SOURCE_DATE_EPOCH"); epoch != nullptr && *epoch != '\0') {
-    char* end = nullptr;
-    const long long value = std::strtoll(epoch, &end, 10);
-    if (end != nullptr && *end == '\0' && value >= 0) return value;
-    cli::fail(Error{"SOURCE_DATE_EPOCH", "expected seconds since 1970, got " + cli::quote(epoch)});
-  }
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 FailOn parse_fail_on(const std::string& text) {
   if (text == "warn") return FailOn::warn;
   if (text == "never") return FailOn::never;
@@ -253,7 +146,7 @@ void run_audit(const AuditOptions& options) {
     cli::fail(Error{"-", "stdin (\"-\") can be read only once, by one PATH or by --nodes"});
   }
   const FailOn fail_on = parse_fail_on(options.fail_on);
-  const std::int64_t timestamp = report_time();
+  const std::int64_t timestamp = cli::report_time();
   const CompatDb db = cli::value_or_fail(cli::load_compat_db_option(options.common));
   const Policy policy = cli::value_or_fail(cli::load_policy_option(options.common, db));
   std::optional<kube::BlockingApiClient> client;
@@ -264,8 +157,9 @@ void run_audit(const AuditOptions& options) {
                                   ? cluster_inventory(*client, db)
                                   : cli::value_or_fail(load_inventory(options.common.nodes, db));
 
-  Inputs in = options.cluster ? read_cluster(*client, options.namespace_)
-                              : read_inputs(input_files(options.paths));
+  cli::ManifestInputs in = options.cluster
+                               ? read_cluster(*client, options.namespace_)
+                               : cli::read_manifest_inputs(cli::manifest_files(options.paths));
   // Image configs from the registries, once per image, before any decision.
   std::vector<const Workload*> judged;
   judged.reserve(in.workloads.size());

@@ -22,6 +22,7 @@
 #include "admission/admission.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/decision_text.h"
 #include "policy/arch_list.h"
 #include "policy/decision.h"
 #include "policy/evaluate.h"
@@ -54,7 +55,6 @@ struct FlagNode {
 };
 
 constexpr std::string_view kFlagNodeName = "flag-node";
-constexpr std::size_t kTextNodeNames = 5;  // node names shown per group in text
 
 std::string gpu_resource_name(const Policy& policy) {
   return policy.gpu_resources.empty() ? std::string("nvidia.com/gpu")
@@ -155,128 +155,6 @@ Workload flag_workload(const CheckOptions& options, const Policy& policy) {
   return workload;
 }
 
-// ---------------------------------------------------------------- text output
-
-std::string verdict_word(Verdict verdict, const cli::Paint& paint) {
-  std::string word(to_string(verdict));
-  std::transform(word.begin(), word.end(), word.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-  switch (verdict) {
-    case Verdict::pass:
-      return paint.green(word);
-    case Verdict::fail:
-      return paint.red(word);
-    case Verdict::skip:
-      return paint.dim(word);
-    case Verdict::partial:
-    case Verdict::unknown:
-    case Verdict::no_candidates:
-      return paint.yellow(word);
-  }
-  return word;
-}
-
-std::string outcome_word(Outcome outcome, const cli::Paint& paint) {
-  std::string word(to_string(outcome));
-  switch (outcome) {
-    case Outcome::compatible:
-      return paint.green(word);
-    case Outcome::incompatible:
-      return paint.red(word);
-    case Outcome::unknown:
-      return paint.yellow(word);
-  }
-  return word;
-}
-
-std::string headline(const Decision& decision, const cli::Paint& paint) {
-  std::string line = verdict_word(decision.verdict, paint) + "  " +
-                     paint.bold(workload_title(decision.resource)) + ": ";
-  switch (decision.verdict) {
-    case Verdict::skip:
-      return line + (decision.reason.empty() ? "not checked" : decision.reason);
-    case Verdict::no_candidates:
-      return line +
-             (decision.reason.empty() ? "no node of the inventory can take it" : decision.reason);
-    default:
-      break;
-  }
-  line += std::to_string(decision.compatible) + " of " + std::to_string(decision.candidates) +
-          " candidate nodes can run it";
-  std::size_t unknown = 0;
-  for (const auto& group : decision.groups) {
-    if (group.outcome == Outcome::unknown) unknown += group.count;
-  }
-  if (unknown != 0) line += ", " + std::to_string(unknown) + " unknown";
-  return line;
-}
-
-void print_value(std::ostream& out, std::string_view name, const SourcedValue& value,
-                 const cli::Paint& paint, bool summarise = false) {
-  out << "    " << name << std::string(name.size() < 9 ? 9 - name.size() : 1, ' ');
-  if (value.value.empty()) {
-    out << paint.dim("unknown") << '\n';
-    return;
-  }
-  out << (summarise ? cli::summarise_requirement(value.value) : value.value) << "  "
-      << paint.dim("(" + value.source + ")") << '\n';
-}
-
-std::string facts_line(const GpuFacts& facts) {
-  auto or_unknown = [](const std::string& s) { return s.empty() ? std::string("unknown") : s; };
-  return "driver " + (facts.driver ? facts.driver->str() : "unknown") + ", max CUDA " +
-         (facts.max_cuda ? facts.max_cuda->str() : "unknown") + ", compute capability " +
-         (facts.cc ? facts.cc->str() : "unknown") + ", product " + or_unknown(facts.product);
-}
-
-std::string node_list(const GroupDecision& group) {
-  std::string out = std::to_string(group.count) + (group.count == 1 ? " node" : " nodes");
-  if (group.nodes.empty()) return out;
-  out += ": ";
-  const std::size_t shown = std::min(group.nodes.size(), kTextNodeNames);
-  for (std::size_t i = 0; i < shown; ++i) {
-    out += i == 0 ? "" : ", ";
-    out += group.nodes[i];
-  }
-  if (group.count > shown) out += ", +" + std::to_string(group.count - shown) + " more";
-  return out;
-}
-
-void print_text(std::ostream& out, const Decision& decision, const cli::Paint& paint) {
-  out << headline(decision, paint) << '\n';
-  for (const auto& container : decision.containers) {
-    if (!container.gpu) continue;
-    out << '\n' << "  container " << paint.bold(container.name);
-    if (!container.image.empty()) out << "  " << container.image;
-    out << '\n';
-    print_value(out, "cuda", container.cuda, paint);
-    print_value(out, "archs", container.archs, paint);
-    print_value(out, "require", container.require, paint, /*summarise=*/true);
-    if (!container.min_cc.value.empty()) print_value(out, "min cc", container.min_cc, paint);
-  }
-  for (const auto& group : decision.groups) {
-    out << '\n'
-        << "  " << outcome_word(group.outcome, paint) << "  " << node_list(group) << '\n'
-        << "    " << facts_line(group.facts) << '\n';
-    for (const auto& finding : group.findings) {
-      out << "    " << (finding.unknown ? paint.yellow("? ") : paint.red("x ")) << "["
-          << finding.rule << "] " << finding.container << ": " << finding.message << '\n';
-      if (!finding.fix.empty()) out << "      " << paint.bold("fix:") << ' ' << finding.fix << '\n';
-    }
-  }
-  if (decision.unknown_image) {
-    out << '\n'
-        << "  note: nothing is known about the image's CUDA version or architectures; pass "
-           "--cuda and --arch-list, or annotate the pod with cudagate.io/cuda-version and "
-           "cudagate.io/arch-list\n";
-  }
-  if (decision.unknown_node) {
-    out << '\n'
-        << "  note: some candidate GPU nodes have no known driver version; run GPU Feature "
-           "Discovery or label them cudagate.io/driver-version\n";
-  }
-}
-
 void print_summary(std::ostream& out, const std::vector<Decision>& decisions) {
   std::map<Verdict, std::size_t> counts;
   for (const auto& d : decisions) ++counts[d.verdict];
@@ -373,7 +251,7 @@ void run_check(const CheckOptions& options) {
     const cli::Paint paint(cli::stdout_wants_colour());
     for (std::size_t i = 0; i < decisions.size(); ++i) {
       if (i != 0) std::cout << '\n';
-      print_text(std::cout, decisions[i], paint);
+      cli::print_decision_text(std::cout, decisions[i], paint);
     }
     if (decisions.size() > 1) print_summary(std::cout, decisions);
   }

@@ -22,6 +22,12 @@ void add_serve_command(CLI::App& app);
 // against an inventory and print a report (table, json, policyreport,
 // openreports, html, junit).
 void add_audit_command(CLI::App& app);
+// `cudagate plan`: what a driver rollout, node pool or image change does to
+// the workloads of a set of manifests, before it is made.
+void add_plan_command(CLI::App& app);
+// `cudagate explain`: why a pod failed, from its status, its events and its
+// node, offline or from the API server.
+void add_explain_command(CLI::App& app);
 // `cudagate check`: explain an image or workload against one node or an inventory.
 void add_check_command(CLI::App& app);
 // `cudagate db show` / `cudagate db lint FILE...`: the compatibility matrix.

@@ -47,6 +47,8 @@ int main(int argc, char** argv) {
 
   cudagate::add_serve_command(app);
   cudagate::add_audit_command(app);
+  cudagate::add_plan_command(app);
+  cudagate::add_explain_command(app);
   cudagate::add_check_command(app);
   cudagate::add_db_command(app);
   cudagate::add_version_command(app);

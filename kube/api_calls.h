@@ -13,6 +13,7 @@
 //   background-audit  serve --audit-interval: what already runs
 //   write-reports     serve --write-reports: PolicyReport or Report objects
 //   audit-cluster     audit --cluster (the CLI, with the user's kubeconfig)
+//   explain           explain pod NAME (the CLI): the pod, its events, the nodes
 //
 // A new call is a new ApiCallId and a new row, at the same index.
 
@@ -67,6 +68,9 @@ enum class ApiCallId : unsigned char {
   cluster_list_replicasets,
   cluster_list_jobs,
   cluster_list_cronjobs,
+  explain_get_pod,
+  explain_list_events,
+  explain_list_nodes,
   count_  // not a call
 };
 
@@ -95,6 +99,9 @@ inline constexpr std::array<ApiCall, static_cast<std::size_t>(ApiCallId::count_)
     {"list", "apps", "v1", "replicasets", "ReplicaSet", true, "audit-cluster"},
     {"list", "batch", "v1", "jobs", "Job", true, "audit-cluster"},
     {"list", "batch", "v1", "cronjobs", "CronJob", true, "audit-cluster"},
+    {"get", "", "v1", "pods", "Pod", true, "explain"},
+    {"list", "", "v1", "events", "Event", true, "explain"},
+    {"list", "", "v1", "nodes", "Node", false, "explain"},
 }};
 
 [[nodiscard]] constexpr const ApiCall& api_call(ApiCallId id) {

@@ -103,24 +103,23 @@ std::string workload_title(const ResourceRef& resource) {
   return out;
 }
 
+nlohmann::json decision_record(const AuditedWorkload& w) {
+  if (!w.error) return to_json(w.decision);
+  const ResourceRef& r = w.decision.resource;
+  return nlohmann::json{{"apiVersion", "cudagate.io/v1alpha1"},
+                        {"kind", "Decision"},
+                        {"resource",
+                         {{"apiVersion", r.api_version},
+                          {"kind", r.kind},
+                          {"namespace", r.namespace_},
+                          {"name", r.name}}},
+                        {"verdict", "error"},
+                        {"error", w.error->str()}};
+}
+
 nlohmann::json decision_records(const Audit& audit) {
   nlohmann::json out = nlohmann::json::array();
-  for (const auto& w : audit.workloads) {
-    if (!w.error) {
-      out.push_back(to_json(w.decision));
-      continue;
-    }
-    const ResourceRef& r = w.decision.resource;
-    out.push_back(nlohmann::json{{"apiVersion", "cudagate.io/v1alpha1"},
-                                 {"kind", "Decision"},
-                                 {"resource",
-                                  {{"apiVersion", r.api_version},
-                                   {"kind", r.kind},
-                                   {"namespace", r.namespace_},
-                                   {"name", r.name}}},
-                                 {"verdict", "error"},
-                                 {"error", w.error->str()}});
-  }
+  for (const auto& w : audit.workloads) out.push_back(decision_record(w));
   return out;
 }
 

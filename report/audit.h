@@ -77,5 +77,7 @@ struct ResultCounts {
 // workload; one that could not be judged is its resource with verdict
 // "error" and the message in "error".
 [[nodiscard]] nlohmann::json decision_records(const Audit& audit);
+// One of them.
+[[nodiscard]] nlohmann::json decision_record(const AuditedWorkload& workload);
 
 }  // namespace cudagate

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "report/finding_text.h"
+#include "report/text_table.h"
 
 namespace cudagate {
 namespace {
@@ -72,40 +73,20 @@ std::string audit_summary(const Audit& audit) {
 }
 
 std::string audit_table(const Audit& audit, bool colour) {
-  struct Row {
-    std::array<std::string, 5> cells;
-    const AuditedWorkload* workload = nullptr;
-  };
-  std::vector<Row> rows;
-  rows.push_back(Row{{"VERDICT", "WORKLOAD", "NODES", "REASON", "SOURCE"}, nullptr});
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"VERDICT", "WORKLOAD", "NODES", "REASON", "SOURCE"});
   for (const auto& w : audit.workloads) {
-    rows.push_back(Row{{verdict_text(w), workload_title(w.decision.resource), nodes_cell(w),
-                        shorten(reason_line(w), kReasonWidth), w.place},
-                       &w});
-  }
-  std::array<std::size_t, 5> width{};
-  for (const Row& row : rows) {
-    for (std::size_t i = 0; i < row.cells.size(); ++i) {
-      width[i] = std::max(width[i], row.cells[i].size());
-    }
+    rows.push_back({verdict_text(w), workload_title(w.decision.resource), nodes_cell(w),
+                    shorten(reason_line(w), kReasonWidth), w.place});
   }
   std::string out;
-  for (const Row& row : rows) {
-    std::string line;
-    for (std::size_t i = 0; i < row.cells.size(); ++i) {
-      const std::string& cell = row.cells[i];
-      const bool last = i + 1 == row.cells.size();
-      if (i == 0 && colour && row.workload != nullptr) {
-        line += std::string(colour_code(*row.workload)) + cell + "\x1b[0m";
-      } else if (i == 0 && colour) {
-        line += "\x1b[1m" + cell + "\x1b[0m";
-      } else {
-        line += cell;
-      }
-      if (!last) line.append(width[i] - cell.size() + 2, ' ');
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line + "\n";
+  if (colour) {
+    out = text_table(rows, [&](std::size_t row, const std::string& cell) {
+      if (row == 0) return "\x1b[1m" + cell + "\x1b[0m";
+      return std::string(colour_code(audit.workloads[row - 1])) + cell + "\x1b[0m";
+    });
+  } else {
+    out = text_table(rows);
   }
   out += "\n" + audit_summary(audit) + "\n";
   return out;

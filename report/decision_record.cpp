@@ -29,6 +29,16 @@ json text_or_null(const std::string& v) {
 
 }  // namespace
 
+json facts_json(const GpuFacts& facts) {
+  json out = json::object();
+  out["driver"] = facts.driver ? json(facts.driver->str()) : json(nullptr);
+  out["maxCuda"] = optional_text(facts.max_cuda);
+  out["computeCapability"] = optional_text(facts.cc);
+  out["product"] = text_or_null(facts.product);
+  out["family"] = text_or_null(facts.family);
+  return out;
+}
+
 json to_json(const Decision& decision) {
   json out = json::object();
   out["apiVersion"] = "cudagate.io/v1alpha1";
@@ -63,11 +73,7 @@ json to_json(const Decision& decision) {
     json nodes = json::array();
     for (const std::string_view name : g.nodes) nodes.push_back(std::string(name));
     item["nodes"] = std::move(nodes);
-    item["driver"] = g.facts.driver ? json(g.facts.driver->str()) : json(nullptr);
-    item["maxCuda"] = optional_text(g.facts.max_cuda);
-    item["computeCapability"] = optional_text(g.facts.cc);
-    item["product"] = text_or_null(g.facts.product);
-    item["family"] = text_or_null(g.facts.family);
+    item.update(facts_json(g.facts));
     item["compatible"] = g.outcome == Outcome::compatible;
     item["outcome"] = to_string(g.outcome);
     json findings = json::array();

@@ -12,4 +12,8 @@ namespace cudagate {
 // Unknown values are null with source "unknown", never "".
 [[nodiscard]] nlohmann::json to_json(const Decision& decision);
 
+// A node group's facts as the records carry them: driver, maxCuda,
+// computeCapability, product, family (null when unknown).
+[[nodiscard]] nlohmann::json facts_json(const GpuFacts& facts);
+
 }  // namespace cudagate

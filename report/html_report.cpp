@@ -8,67 +8,12 @@
 #include <vector>
 
 #include "report/finding_text.h"
+#include "report/html_page.h"
 #include "report/utc_time.h"
 #include "report/xml_escape.h"
 
 namespace cudagate {
 namespace {
-
-constexpr std::string_view kStyle = R"css(
-:root { color-scheme: light; --pass: #2e7d32; --fail: #c62828; --warn: #ef6c00;
-  --unknown: #f9a825; --skip: #757575; --none: #eceff1; --line: #cfd8dc; }
-* { box-sizing: border-box; }
-body { font: 14px/1.4 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 0;
-  color: #212121; background: #fafafa; }
-header { padding: 16px 24px; background: #fff; border-bottom: 1px solid var(--line); }
-h1 { font-size: 20px; margin: 0 0 4px; }
-h2 { font-size: 16px; margin: 24px 24px 8px; }
-.meta { color: #616161; margin: 0 0 12px; }
-.counts { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; margin: 0; padding: 0;
-  list-style: none; }
-.counts li { padding: 4px 10px; border-radius: 12px; background: #eee; font-weight: 600; }
-.counts .pass { background: #e8f5e9; color: var(--pass); }
-.counts .fail, .counts .error { background: #ffebee; color: var(--fail); }
-.counts .partial, .counts .unknown, .counts .no-candidates { background: #fff3e0; color: var(--warn); }
-.counts .skip { color: var(--skip); }
-.bar { display: block; margin-top: 12px; }
-.scroll { overflow: auto; max-height: 80vh; margin: 0 24px; border: 1px solid var(--line);
-  background: #fff; }
-table { border-collapse: separate; border-spacing: 0; }
-th, td { border-bottom: 1px solid var(--line); border-right: 1px solid var(--line); }
-thead th { position: sticky; top: 0; background: #f5f5f5; z-index: 2; vertical-align: bottom;
-  font-weight: 600; text-align: left; padding: 6px; }
-th.group { font-size: 11px; font-weight: 500; min-width: 9em; max-width: 11em; }
-th.group b { display: block; font-size: 12px; word-break: break-word; }
-th.group span { display: block; color: #616161; white-space: nowrap; }
-tbody th { position: sticky; left: 0; background: #fff; z-index: 1; text-align: left;
-  font-weight: 500; padding: 3px 8px; white-space: nowrap; max-width: 28em; overflow: hidden;
-  text-overflow: ellipsis; }
-thead th.corner { left: 0; z-index: 3; }
-td.verdict { padding: 3px 8px; font-weight: 600; white-space: nowrap; }
-td.verdict.pass { color: var(--pass); }
-td.verdict.fail, td.verdict.error { color: var(--fail); }
-td.verdict.partial, td.verdict.unknown, td.verdict.no-candidates { color: var(--warn); }
-td.verdict.skip { color: var(--skip); }
-td.cell { text-align: center; padding: 3px; font-weight: 700; }
-td.cell.compatible { background: #c8e6c9; color: #1b5e20; }
-td.cell.incompatible { background: #ffcdd2; color: #b71c1c; }
-td.cell.unknown { background: #fff59d; color: #6d4c00; }
-td.cell.none { background: var(--none); color: #90a4ae; font-weight: 400; }
-tbody tr:hover th, tbody tr:hover td.verdict { background: #e3f2fd; }
-a { color: #1565c0; text-decoration: none; }
-a:hover { text-decoration: underline; }
-.legend { margin: 8px 24px; color: #616161; }
-.legend span { display: inline-block; padding: 0 8px; margin-right: 6px; border-radius: 3px; }
-#findings article { background: #fff; margin: 0 24px 12px; padding: 8px 16px;
-  border: 1px solid var(--line); border-left: 4px solid var(--warn); }
-#findings article.fail, #findings article.error { border-left-color: var(--fail); }
-#findings h3 { font-size: 14px; margin: 4px 0; }
-#findings .place { color: #616161; font-weight: 400; }
-#findings ul { margin: 4px 0 8px; padding-left: 20px; }
-#findings .fix { color: #1b5e20; }
-.empty { margin: 0 24px; color: #616161; }
-)css";
 
 std::string esc(std::string_view text) {
   return xml_escape(text);
@@ -76,18 +21,6 @@ std::string esc(std::string_view text) {
 
 std::string verdict_of(const AuditedWorkload& w) {
   return w.error ? std::string("error") : std::string(to_string(w.decision.verdict));
-}
-
-std::string_view outcome_mark(Outcome outcome) {
-  switch (outcome) {
-    case Outcome::compatible:
-      return "\xE2\x9C\x93";  // check mark
-    case Outcome::incompatible:
-      return "\xE2\x9C\x97";  // ballot x
-    case Outcome::unknown:
-      return "?";
-  }
-  return "?";
 }
 
 std::vector<NodeGroupColumn> columns_of(const Audit& audit) {
@@ -108,33 +41,7 @@ std::vector<NodeGroupColumn> columns_of(const Audit& audit) {
   return out;
 }
 
-std::string or_unknown(const std::string& s) {
-  return s.empty() ? std::string("unknown") : s;
-}
-
-std::string column_header(const NodeGroupColumn& c) {
-  const GpuFacts& f = c.facts;
-  std::string out = "<th class=\"group\" scope=\"col\" title=\"" + esc(facts_text(f)) + ", " +
-                    std::to_string(c.nodes) + (c.nodes == 1 ? " node" : " nodes") + "\">";
-  out += "<b>" + esc(or_unknown(f.product)) + "</b>";
-  out += "<span>driver " + esc(f.driver ? f.driver->str() : "unknown") + "</span>";
-  out += "<span>CUDA " + esc(f.max_cuda ? f.max_cuda->str() : "unknown") + "</span>";
-  out += "<span>cc " + esc(f.cc ? f.cc->str() : "unknown") + "</span>";
-  out += "<span>" + std::to_string(c.nodes) + (c.nodes == 1 ? " node" : " nodes") + "</span>";
-  out += "</th>";
-  return out;
-}
-
 // The hover text of one cell: the outcome and each finding with its fix.
-std::string cell_title(const GroupDecision& g) {
-  std::string out = std::string(to_string(g.outcome)) + " on " + std::to_string(g.count) +
-                    (g.count == 1 ? " node" : " nodes");
-  for (const Finding& f : g.findings) {
-    out += "\n[" + f.rule + "] " + f.container + ": " + f.message;
-    if (!f.fix.empty()) out += "\nfix: " + f.fix;
-  }
-  return out;
-}
 
 std::string cell(const AuditedWorkload& w, const NodeGroupColumn& column) {
   const GroupDecision* found = nullptr;
@@ -153,32 +60,8 @@ std::string cell(const AuditedWorkload& w, const NodeGroupColumn& column) {
            "\">\xE2\x80\x93</td>";
   }
   return "<td class=\"cell " + std::string(to_string(found->outcome)) + "\" title=\"" +
-         esc(cell_title(*found)) + "\">" + std::string(outcome_mark(found->outcome)) + "</td>";
-}
-
-// A stacked bar of the verdict counts, as inline SVG.
-std::string counts_bar(const std::vector<std::pair<std::string, std::size_t>>& counts,
-                       std::size_t total) {
-  static const std::map<std::string, std::string_view> kColour = {
-      {"pass", "#2e7d32"},    {"fail", "#c62828"},    {"error", "#8e0000"},
-      {"partial", "#ef6c00"}, {"unknown", "#f9a825"}, {"no-candidates", "#ffb74d"},
-      {"skip", "#bdbdbd"}};
-  constexpr double kWidth = 600;
-  std::string out =
-      "<svg class=\"bar\" width=\"600\" height=\"14\" viewBox=\"0 0 600 14\" "
-      "role=\"img\" aria-label=\"verdicts\">";
-  double x = 0;
-  for (const auto& [verdict, n] : counts) {
-    if (total == 0) break;
-    const double w = kWidth * static_cast<double>(n) / static_cast<double>(total);
-    out += "<rect x=\"" + std::to_string(x) + "\" y=\"0\" width=\"" + std::to_string(w) +
-           "\" height=\"14\" fill=\"" + std::string(kColour.at(verdict)) + "\"><title>" +
-           std::to_string(n) + " " + esc(verdict) + "</title></rect>";
-    x += w;
-  }
-  if (total == 0) out += "<rect x=\"0\" y=\"0\" width=\"600\" height=\"14\" fill=\"#eceff1\"/>";
-  out += "</svg>";
-  return out;
+         esc(html_cell_title(*found)) + "\">" + std::string(html_outcome_mark(found->outcome)) +
+         "</td>";
 }
 
 }  // namespace
@@ -198,14 +81,8 @@ std::string html_report(const Audit& audit, std::int64_t timestamp_seconds) {
 
   std::string out;
   out.reserve(4096 + audit.workloads.size() * (200 + columns.size() * 80));
-  out += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
-  out +=
-      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-      "style-src 'unsafe-inline'\">\n";
-  out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
-  out += "<title>cudagate audit</title>\n<style>";
-  out += kStyle;
-  out += "</style>\n</head>\n<body>\n<header>\n<h1>cudagate audit</h1>\n";
+  out += html_page_start("cudagate audit");
+  out += "<header>\n<h1>cudagate audit</h1>\n";
   out += "<p class=\"meta\">" + std::to_string(audit.workloads.size()) + " workloads against " +
          std::to_string(columns.size()) + " GPU node groups, " + utc_time_text(timestamp_seconds) +
          " UTC";
@@ -220,7 +97,7 @@ std::string html_report(const Audit& audit, std::int64_t timestamp_seconds) {
   for (const auto& [verdict, n] : counts) {
     out += "<li class=\"" + esc(verdict) + "\">" + std::to_string(n) + " " + esc(verdict) + "</li>";
   }
-  out += "</ul>\n" + counts_bar(counts, audit.workloads.size()) + "\n</header>\n";
+  out += "</ul>\n" + html_counts_bar(counts, audit.workloads.size()) + "\n</header>\n";
 
   out += "<h2>Workloads by node group</h2>\n";
   out +=
@@ -231,7 +108,7 @@ std::string html_report(const Audit& audit, std::int64_t timestamp_seconds) {
   out +=
       "<div class=\"scroll\">\n<table id=\"matrix\">\n<thead><tr><th class=\"corner\" "
       "scope=\"col\">Workload</th><th scope=\"col\">Verdict</th>";
-  for (const auto& c : columns) out += column_header(c);
+  for (const auto& c : columns) out += html_group_header(c.facts, c.nodes);
   out += "</tr></thead>\n<tbody>\n";
   std::vector<std::size_t> listed;
   for (std::size_t i = 0; i < audit.workloads.size(); ++i) {
@@ -290,7 +167,7 @@ std::string html_report(const Audit& audit, std::int64_t timestamp_seconds) {
     }
     out += "</article>\n";
   }
-  out += "</section>\n</body>\n</html>\n";
+  out += "</section>\n" + html_page_end();
   return out;
 }
 

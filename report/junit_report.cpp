@@ -12,21 +12,19 @@
 namespace cudagate {
 namespace {
 
-struct Suite {
-  std::string body;
-  std::size_t tests = 0, failures = 0, errors = 0, skipped = 0;
-};
+using Suite = JunitSuite;
 
-void open_suite(std::string& out, const std::string& name, const Suite& suite,
-                const std::string& timestamp) {
+}  // namespace
+
+void junit_open_suite(std::string& out, const std::string& name, const JunitSuite& suite,
+                      const std::string& timestamp) {
   out += "  <testsuite name=\"" + xml_escape(name) + "\" tests=\"" + std::to_string(suite.tests) +
          "\" failures=\"" + std::to_string(suite.failures) + "\" errors=\"" +
          std::to_string(suite.errors) + "\" skipped=\"" + std::to_string(suite.skipped) +
          "\" time=\"0\" timestamp=\"" + timestamp + "\">\n";
 }
 
-// "deploy.yaml:12" -> file and line attributes, as several JUnit readers show them.
-std::string place_attributes(const std::string& place) {
+std::string junit_place_attributes(const std::string& place) {
   if (place.empty()) return "";
   std::string file = place;
   std::string line;
@@ -36,14 +34,12 @@ std::string place_attributes(const std::string& place) {
     file = place.substr(0, colon);
     line = place.substr(colon + 1);
   } else if (const auto sep = place.find(": "); sep != std::string::npos) {
-    return place_attributes(place.substr(0, sep));
+    return junit_place_attributes(place.substr(0, sep));
   }
   std::string out = " file=\"" + xml_escape(file) + "\"";
   if (!line.empty()) out += " line=\"" + line + "\"";
   return out;
 }
-
-}  // namespace
 
 std::string junit_report(const Audit& audit, FailOn fail_on, std::int64_t timestamp_seconds) {
   const FailOn threshold = fail_on == FailOn::never ? FailOn::fail : fail_on;
@@ -58,7 +54,7 @@ std::string junit_report(const Audit& audit, FailOn fail_on, std::int64_t timest
     b += "    <testcase classname=\"" +
          xml_escape(ns.empty() ? std::string("cudagate") : "cudagate." + ns) + "\" name=\"" +
          xml_escape(workload_title(w.decision.resource)) + "\" time=\"0\"" +
-         place_attributes(w.place) + ">\n";
+         junit_place_attributes(w.place) + ">\n";
     const std::string reason = reason_line(w);
     if (result == AuditResult::error) {
       ++suite.errors;
@@ -80,7 +76,7 @@ std::string junit_report(const Audit& audit, FailOn fail_on, std::int64_t timest
     ++inputs.tests;
     ++inputs.errors;
     inputs.body += "    <testcase classname=\"cudagate.inputs\" name=\"" + xml_escape(e.where) +
-                   "\" time=\"0\"" + place_attributes(e.where) +
+                   "\" time=\"0\"" + junit_place_attributes(e.where) +
                    ">\n      <error type=\"invalid\" message=\"" + xml_escape(e.message) +
                    "\"/>\n    </testcase>\n";
   }
@@ -101,12 +97,12 @@ std::string junit_report(const Audit& audit, FailOn fail_on, std::int64_t timest
          std::to_string(total.errors) + "\" skipped=\"" + std::to_string(total.skipped) +
          "\" time=\"0\">\n";
   for (const auto& [name, s] : suites) {
-    open_suite(out, name.empty() ? std::string("no namespace") : name, s, timestamp);
+    junit_open_suite(out, name.empty() ? std::string("no namespace") : name, s, timestamp);
     out += s.body;
     out += "  </testsuite>\n";
   }
   if (inputs.tests != 0) {
-    open_suite(out, "inputs", inputs, timestamp);
+    junit_open_suite(out, "inputs", inputs, timestamp);
     out += inputs.body;
     out += "  </testsuite>\n";
   }

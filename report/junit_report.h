@@ -8,12 +8,24 @@
 // could not be judged an <error>; a skipped one <skipped>. Other results
 // pass, their findings in <system-out>.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "report/audit.h"
 
 namespace cudagate {
+
+// The parts other JUnit reports (the rollout plan's) share.
+struct JunitSuite {
+  std::string body;  // the <testcase> elements
+  std::size_t tests = 0, failures = 0, errors = 0, skipped = 0;
+};
+// Appends the <testsuite ...> start tag of `suite` named `name`.
+void junit_open_suite(std::string& out, const std::string& name, const JunitSuite& suite,
+                      const std::string& timestamp);
+// "deploy.yaml:12" -> ` file="deploy.yaml" line="12"`, as several JUnit readers show them.
+[[nodiscard]] std::string junit_place_attributes(const std::string& place);
 
 // `timestamp_seconds` (Unix time, UTC) stamps the suites.
 [[nodiscard]] std::string junit_report(const Audit& audit, FailOn fail_on,

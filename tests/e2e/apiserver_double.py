@@ -101,6 +101,7 @@ def realistic_node(node, rv_hint=None):
 # the kind of the objects and whether they are written (applied, deleted).
 COLLECTIONS = {
     ("", "v1", "pods"): ("Pod", False),
+    ("", "v1", "events"): ("Event", False),
     ("apps", "v1", "deployments"): ("Deployment", False),
     ("apps", "v1", "statefulsets"): ("StatefulSet", False),
     ("apps", "v1", "daemonsets"): ("DaemonSet", False),
