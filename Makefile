@@ -6,7 +6,10 @@
 #                FUZZ_RUNS and FUZZ_SECONDS change that), one table of results
 #   make soak    10 minutes of mixed load at 80% of peak with faults injected,
 #                connection abuse and SIGTERM under load (bench/soak.py)
-.PHONY: test bench bench-micro bench-compare fuzz soak
+#   make tsan    the server and its tests under ThreadSanitizer (tsan preset:
+#                the kube, registry and server unit tests, the threaded e2e tests)
+#   make tidy    clang-tidy with .clang-tidy over every source but the fuzzers
+.PHONY: test bench bench-micro bench-compare fuzz soak tsan tidy
 
 test:
 	scripts/test.sh
@@ -28,3 +31,13 @@ bench-micro:
 
 bench-compare:
 	bench/compare.sh
+
+tsan:
+	cmake --preset tsan >/dev/null
+	cmake --build --preset tsan -j "$$(nproc)"
+	ctest --preset tsan -j "$$(nproc)"
+
+tidy:
+	cmake --preset release >/dev/null
+	git ls-files '*.cpp' | grep -v '^tests/fuzz/' | \
+	  xargs -P "$$(nproc)" -n 4 clang-tidy -p build/release --quiet --extra-arg=-Wno-unknown-warning-option
