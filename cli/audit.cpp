@@ -9,7 +9,6 @@
 
 #include "report/audit.h"
 
-#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -26,11 +25,11 @@
 #include <utility>
 #include <vector>
 
+#include "cli/cluster_inputs.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/manifest_inputs.h"
 #include "kube/api_client.h"
-#include "kube/cluster_workloads.h"
 #include "policy/evaluate.h"
 #include "policy/workload_stream.h"
 #include "report/audit_table.h"
@@ -49,38 +48,11 @@ struct AuditOptions {
   std::string fail_on = "fail";
   bool offline = false;
   // --cluster: the workloads (and, without --nodes, the nodes) of a live cluster.
-  bool cluster = false;
-  bool in_cluster = false;
-  std::string kubeconfig;
-  std::string namespace_;  // "" = every namespace
-  bool all_namespaces = false;
+  cli::ClusterOptions cluster;
 };
 
 // Progress is shown only for runs this long, and only on a terminal.
 constexpr std::size_t kProgressMinimum = 200;
-
-// The workloads of a live cluster: Pods and the controllers that own pods,
-// listed page by page, each reported once, as its controller.
-cli::ManifestInputs read_cluster(kube::BlockingApiClient& client, const std::string& namespace_) {
-  WorkloadStream stream = cli::value_or_fail(
-      kube::list_cluster_workloads(client, kube::kClusterAuditLists, namespace_));
-  cli::ManifestInputs in;
-  in.workloads = std::move(stream.workloads);
-  in.broken = std::move(stream.broken);
-  in.skipped = stream.skipped;
-  in.controlled = drop_controlled(in.workloads);
-  spdlog::debug("cluster: {} workloads, {} reported as their controller, {} unreadable",
-                in.workloads.size(), in.controlled, in.broken.size());
-  return in;
-}
-
-// The nodes of a live cluster; Nodes that cannot be read are left out, each named.
-Inventory cluster_inventory(kube::BlockingApiClient& client, const CompatDb& db) {
-  const kube::NodeListing listing =
-      cli::value_or_fail(kube::list_cluster_nodes(client, kube::ApiCallId::cluster_list_nodes));
-  for (const Error& skipped : listing.skipped) spdlog::warn("node left out: {}", skipped.str());
-  return Inventory::build(listing.nodes, db);
-}
 
 // "\rauditing 1200/10000 workloads" on a terminal's stderr, at most every
 // 100 ms, cleared when done.
@@ -118,26 +90,11 @@ FailOn parse_fail_on(const std::string& text) {
 
 void run_audit(const AuditOptions& options) {
   cli::setup_logging(options.common);
-  if (options.cluster && !options.paths.empty()) {
-    cli::fail(Error{"--cluster", "give either PATHs or --cluster, not both"});
-  }
-  if (!options.cluster && options.paths.empty()) {
+  cli::check_cluster_options(options.cluster, !options.paths.empty(), "PATHs");
+  if (!options.cluster.cluster && options.paths.empty()) {
     cli::fail(Error{"PATH", "required: manifest files or folders, '-' for stdin, or --cluster"});
   }
-  if (!options.cluster && (options.in_cluster || !options.kubeconfig.empty() ||
-                           !options.namespace_.empty() || options.all_namespaces)) {
-    cli::fail(Error{options.in_cluster            ? "--in-cluster"
-                    : !options.kubeconfig.empty() ? "--kubeconfig"
-                                                  : "--namespace",
-                    "only with --cluster"});
-  }
-  if (options.in_cluster && !options.kubeconfig.empty()) {
-    cli::fail(Error{"--in-cluster", "give one of --in-cluster and --kubeconfig"});
-  }
-  if (options.all_namespaces && !options.namespace_.empty()) {
-    cli::fail(Error{"--all-namespaces", "give one of --namespace and --all-namespaces"});
-  }
-  if (options.common.nodes.empty() && !options.cluster) {
+  if (options.common.nodes.empty() && !options.cluster.cluster) {
     cli::fail(Error{"--nodes", "required: the node inventory to audit against"});
   }
   const auto stdin_readers = std::count(options.paths.begin(), options.paths.end(), "-") +
@@ -149,17 +106,10 @@ void run_audit(const AuditOptions& options) {
   const std::int64_t timestamp = cli::report_time();
   const CompatDb db = cli::value_or_fail(cli::load_compat_db_option(options.common));
   const Policy policy = cli::value_or_fail(cli::load_policy_option(options.common, db));
-  std::optional<kube::BlockingApiClient> client;
-  if (options.cluster) {
-    client.emplace(cli::cluster_config_or_fail(options.in_cluster, options.kubeconfig));
-  }
-  const Inventory inventory = options.common.nodes.empty()
-                                  ? cluster_inventory(*client, db)
-                                  : cli::value_or_fail(load_inventory(options.common.nodes, db));
-
-  cli::ManifestInputs in = options.cluster
-                               ? read_cluster(*client, options.namespace_)
-                               : cli::read_manifest_inputs(cli::manifest_files(options.paths));
+  cli::JudgedInputs read =
+      cli::read_judged_inputs(options.cluster, options.paths, options.common.nodes, db);
+  const Inventory& inventory = read.inventory;
+  cli::ManifestInputs& in = read.manifests;
   // Image configs from the registries, once per image, before any decision.
   std::vector<const Workload*> judged;
   judged.reserve(in.workloads.size());
@@ -250,22 +200,9 @@ void add_audit_command(CLI::App& app) {
       "  cudagate audit --cluster -n ml --format policyreport");
   audit->add_option("PATH", options->paths, "Manifest files or folders, '-' for stdin")
       ->type_name("PATH");
-  audit->add_flag("--cluster", options->cluster,
-                  "Audit what runs in a live cluster: its Pods and pod controllers, against its "
-                  "Nodes (unless --nodes is given)");
-  audit->add_flag("--in-cluster", options->in_cluster,
-                  "With --cluster: the cluster this pod runs in (service account token and CA)");
-  audit
-      ->add_option("--kubeconfig", options->kubeconfig,
-                   "With --cluster: the kubeconfig whose current context to use (default: "
-                   "$KUBECONFIG, else ~/.kube/config)")
-      ->type_name("FILE");
-  audit
-      ->add_option("-n,--namespace", options->namespace_,
-                   "With --cluster: the workloads of this namespace only")
-      ->type_name("NAMESPACE");
-  audit->add_flag("-A,--all-namespaces", options->all_namespaces,
-                  "With --cluster: the workloads of every namespace (the default)");
+  cli::add_cluster_options(*audit, options->cluster,
+                           "Audit what runs in a live cluster: its Pods and pod controllers, "
+                           "against its Nodes (unless --nodes is given)");
   audit->add_option("--format", options->format, "Report format")
       ->check(CLI::IsMember({"table", "json", "policyreport", "openreports", "html", "junit"}))
       ->capture_default_str();

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "cli/cluster_inputs.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/manifest_inputs.h"
@@ -33,6 +34,8 @@ struct PlanOptions {
   std::string format = "table";
   bool order = false;
   bool offline = false;
+  // --cluster: the workloads (and, without --nodes, the nodes) of a live cluster.
+  cli::ClusterOptions cluster;
 };
 
 // Every change, parsed before anything is read, so that a typo is bad usage.
@@ -58,7 +61,11 @@ FleetChanges parse_changes(const PlanOptions& options, std::vector<ImageChange>&
 
 void run_plan(const PlanOptions& options) {
   cli::setup_logging(options.common);
-  if (options.common.nodes.empty()) {
+  cli::check_cluster_options(options.cluster, !options.paths.empty(), "-f");
+  if (!options.cluster.cluster && options.paths.empty()) {
+    cli::fail(Error{"-f", "required: manifest files or folders, '-' for stdin, or --cluster"});
+  }
+  if (options.common.nodes.empty() && !options.cluster.cluster) {
     cli::fail(Error{"--nodes", "required: the node inventory the rollout starts from"});
   }
   if (options.set_driver.empty() && options.remove_nodes.empty() && options.add_nodes.empty() &&
@@ -78,7 +85,10 @@ void run_plan(const PlanOptions& options) {
   const std::int64_t timestamp = cli::report_time();
   const CompatDb db = cli::value_or_fail(cli::load_compat_db_option(options.common));
   const Policy policy = cli::value_or_fail(cli::load_policy_option(options.common, db));
-  const Inventory inventory = cli::value_or_fail(load_inventory(options.common.nodes, db));
+  cli::JudgedInputs read =
+      cli::read_judged_inputs(options.cluster, options.paths, options.common.nodes, db);
+  const Inventory& inventory = read.inventory;
+  cli::ManifestInputs& in = read.manifests;
   std::vector<Node> before_nodes;
   before_nodes.reserve(inventory.size());
   for (std::size_t i = 0; i < inventory.size(); ++i) before_nodes.push_back(inventory.node(i));
@@ -91,7 +101,6 @@ void run_plan(const PlanOptions& options) {
   const std::vector<Node> after_nodes =
       cli::value_or_fail(apply_fleet_changes(before_nodes, changes, db));
 
-  cli::ManifestInputs in = cli::read_manifest_inputs(cli::manifest_files(options.paths));
   std::vector<Workload> before;
   PlanInputs inputs;
   before.reserve(in.workloads.size());
@@ -151,17 +160,21 @@ void add_plan_command(CLI::App& app) {
       "against the nodes of --nodes (never the added ones). WORKLOAD is\n"
       "[NAMESPACE/]KIND/NAME[:CONTAINER].\n"
       "\n"
+      "With --cluster instead of -f: the Pods and pod controllers of a live cluster (the\n"
+      "current context of --kubeconfig, $KUBECONFIG, or --in-cluster), against its Nodes\n"
+      "unless --nodes is given; nothing in the cluster is changed.\n"
+      "\n"
       "Exit status: 0 nothing breaks, 1 a workload breaks, 2 bad usage or unreadable input.\n"
       "\n"
       "Examples:\n"
       "  cudagate plan -f manifests/ --nodes nodes.json --set-driver pool=t4=570.124.06\n"
       "  cudagate plan -f manifests/ --nodes nodes.json --remove-nodes pool=a100 \\\n"
       "      --add-nodes h100-pool.yaml --order --format html > plan.html\n"
+      "  cudagate plan --cluster -n ml --set-driver pool=t4=570.124.06\n"
       "  cudagate plan -f deploy.yaml --nodes nodes.json \\\n"
       "      --set-image ml/Deployment/trainer:main=nvcr.io/nvidia/pytorch:24.05-py3");
   plan->add_option("-f,--filename", options->paths,
                    "Manifest files or folders, '-' for stdin (repeatable)")
-      ->required()
       ->type_name("PATH");
   plan->add_option("--set-driver", options->set_driver,
                    "Nodes that get a new driver: SELECTOR=VERSION (repeatable)")
@@ -184,6 +197,9 @@ void add_plan_command(CLI::App& app) {
   plan->add_flag("--offline", options->offline,
                  "Make no registry lookups: image metadata from the manifests, the policy's "
                  "catalog and the image reference only");
+  cli::add_cluster_options(*plan, options->cluster,
+                           "Plan for what runs in a live cluster: its Pods and pod controllers, "
+                           "against its Nodes (unless --nodes is given)");
   cli::add_common_options(*plan, options->common);
   plan->callback([options] { run_plan(*options); });
 }

@@ -253,6 +253,46 @@ class AuditCluster(ClusterTestCase):
         self.assertFalse(any(n.startswith("Job ml/nightly-eval-") for n in names), names)
         self.assertGreaterEqual(len({r["verdict"] for r in records}), 3, records)
 
+    def plan(self, *args):
+        env = dict(os.environ, SOURCE_DATE_EPOCH=EPOCH, NO_COLOR="1")
+        env.pop("KUBECONFIG", None)
+        return subprocess.run([BINARY, "plan", "--offline", *args], capture_output=True,
+                              text=True, timeout=300, env=env, cwd=self.dir)
+
+    def test_plan_of_the_cluster_says_what_the_plan_of_the_same_objects_from_a_file_says(self):
+        # The T4 pool moves from 535 to 570, the 525 A100 is replaced.
+        changes = ["--set-driver", "nvidia.com/gpu.product=Tesla-T4=570.124.06",
+                   "--remove-nodes", "nvidia.com/cuda.driver-version.full=525.85.12"]
+        # The nodes in the order the cluster lists them (by name), so that the
+        # node groups come in the same order.
+        nodes_file = os.path.join(self.dir, "nodes-listed.json")
+        with open(nodes_file, "w") as f:
+            json.dump(dict(self.node_list, items=sorted(
+                self.node_list["items"], key=lambda n: n["metadata"]["name"])), f)
+        from_file = self.plan("-f", os.path.basename(self.file), "--nodes", nodes_file,
+                              *changes, "--format", "json")
+        self.assertIn(from_file.returncode, (0, 1), from_file.stderr)
+        for nodes in ((), ("--nodes", nodes_file)):
+            with self.subTest(nodes=nodes):
+                live = self.plan("--cluster", "--kubeconfig", self.kubeconfig, *nodes, *changes,
+                                 "--format", "json")
+                self.assertEqual(live.returncode, from_file.returncode, live.stderr)
+                self.assertEqual(live.stderr, from_file.stderr)
+                want, got = json.loads(from_file.stdout), json.loads(live.stdout)
+                strip = re.compile(rf'"{re.escape(os.path.basename(self.file))}[^"]*"')
+                self.assertEqual(strip.sub('""', json.dumps(got, sort_keys=True)),
+                                 strip.sub('""', json.dumps(want, sort_keys=True)))
+        # What was compared: workloads whose verdict the change moves.
+        self.assertRegex(from_file.stdout, r'"(heals|breaks|narrows|widens)"')
+        self.assert_calls_are_rows({"audit-cluster"})
+        # The cluster replaces -f, and its flags need it.
+        both = self.plan("--cluster", "-f", self.file, *changes)
+        self.assertEqual(both.returncode, 2)
+        self.assertIn("give either -f or --cluster", both.stderr)
+        alone = self.plan("-f", self.file, "--nodes", self.nodes_file, "-n", "ml", *changes)
+        self.assertEqual(alone.returncode, 2)
+        self.assertIn("--namespace: only with --cluster", alone.stderr)
+
     def test_nodes_come_from_the_cluster_unless_a_file_is_given(self):
         live = self.cluster("--format", "json")
         from_file = self.cluster("--nodes", self.nodes_file, "--format", "json")
