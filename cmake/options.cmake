@@ -22,7 +22,10 @@ if(CUDAGATE_TSAN)
   if(CUDAGATE_SANITIZE)
     message(FATAL_ERROR "CUDAGATE_TSAN and CUDAGATE_SANITIZE exclude each other")
   endif()
-  target_compile_options(cudagate_options INTERFACE -fsanitize=thread -fno-omit-frame-pointer)
+  # GCC warns that TSan does not model the fences Boost.Asio's handler
+  # allocator uses; its reports are what this build is for, not the warning.
+  target_compile_options(cudagate_options INTERFACE -fsanitize=thread -fno-omit-frame-pointer
+    $<$<CXX_COMPILER_ID:GNU>:-Wno-tsan>)
   target_link_options(cudagate_options INTERFACE -fsanitize=thread)
 endif()
 
