@@ -110,16 +110,21 @@ for key in dict.fromkeys(r["server"] for r in rows):
 print(open(os.path.join(root, "summary.txt")).read().split("\nmedians")[0])
 for n in sizes:
     print("\n%s nodes (nginx has no inventory), medians of %d rounds:" % (n, len(med["nginx"]["rounds"])))
-    print("%-10s %9s %8s %8s %8s %7s %9s   %s" % ("server", "req/s", "p50 ms", "p99 ms", "srv cpu", "errors",
-                                               "instr/req", "req/s per round"))
+    print("%-10s %9s %8s %8s %8s %7s %10s %9s   %s" % ("server", "req/s", "p50 ms", "p99 ms", "srv cpu", "errors",
+                                                   "cpu us/req", "instr/req", "req/s per round"))
     for key, label in ((name("cudagate", n), "cudagate"), (name("peer-go", n), "peer-go"), ("nginx", "nginx")):
         r = med[key]
-        print("%-10s %9.0f %8.2f %8.2f %7.0f%% %7d %s   %s" % (label, r["rps"], r["p50"], r["p99"], r["cpu"], r["errors"],
-                                                             instr_text(key) if label != "peer-go" else "%9s" % "-",
+        # The server's CPU time (user and kernel) per answer, which counts
+        # the kernel's part that the instruction count leaves out.
+        print("%-10s %9.0f %8.2f %8.2f %7.0f%% %7d %10.1f %s   %s" % (label, r["rps"], r["p50"], r["p99"], r["cpu"],
+                                                                   r["errors"], r["cpu"] / 100 / r["rps"] * 1e6,
+                                                                   instr_text(key) if label != "peer-go" else "%9s" % "-",
                                                              ", ".join("%.0f" % x for x in r["rounds"])))
     c = med[name("cudagate", n)]["rps"]
     line = "cudagate / peer-go: %.1fx   cudagate / nginx: %.2f (req/s)" % (c / med[name("peer-go", n)]["rps"],
                                                                        c / med["nginx"]["rps"])
+    per = lambda r: r["cpu"] / r["rps"]
+    line += ", %.2f (CPU time per request)" % (per(med[name("cudagate", n)]) / per(med["nginx"]))
     if name("cudagate", n) in instr and "nginx" in instr:
         line += ", %.2f (instructions per request, %s, user space)" % (
             instr[name("cudagate", n)][0] / instr["nginx"][0], instr["nginx"][1])
