@@ -182,7 +182,10 @@ class Counter:
                 fields = line.strip().split(",")
                 if len(fields) > 2 and fields[0].isdigit():
                     counts[fields[2]] = int(fields[0])
-        return counts.get("instructions:u", 0), counts.get("instructions:k")
+        if not counts.get("instructions:u"):
+            sys.exit(f"instructions.py: perf counted no instructions of {self.name} (see {self.perf_out}); "
+                     "try --counter callgrind")
+        return counts["instructions:u"], counts.get("instructions:k")
 
 
 def measure(name, argv, counter, port, ctx, body, conns, each, ready):
