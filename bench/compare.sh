@@ -43,7 +43,16 @@ export ROUNDS=${ROUNDS:-3} BODY=${BODY:-gpu-pod}
   exit 2
 }
 INSTRUCTIONS=${INSTRUCTIONS:-1}
-for tool in wrk nginx go taskset curl $([ "$INSTRUCTIONS" = 0 ] || echo valgrind); do
+counter_tools=""
+if [ "$INSTRUCTIONS" != 0 ]; then
+  # callgrind where perf cannot count this user's instructions (most VMs).
+  if perf stat -x, -e instructions:u true 2>&1 | grep -q '^[0-9]'; then
+    counter_tools=perf
+  else
+    counter_tools="valgrind callgrind_control"
+  fi
+fi
+for tool in wrk nginx go taskset curl $counter_tools; do
   command -v "$tool" >/dev/null || {
     echo "compare.sh: $tool not found; run scripts/install-deps.sh --bench" >&2
     exit 2
