@@ -17,6 +17,13 @@
 #   BENCH_DIR=/path/to/shared/bench bench/compare.sh
 #
 #   STARTUP_NODES=0 bench/compare.sh          without the start-up measure
+#   INSTRUCTIONS=0 bench/compare.sh           without the instruction count
+#
+# After the timed rounds, bench/instructions.py counts the instructions
+# each server process retires per request (cudagate at every inventory size,
+# nginx's fixed answer), with perf where the machine has hardware counters,
+# else under callgrind; the tables print them beside req/s with the ratio
+# to nginx, the figure that does not move with the machine's load.
 #
 # Settings passed through to run.sh: DURATION WARMUP CONNS THREADS ROUNDS BODY
 # PIN WRK_CPU SERVER_CPU BIN (see run.sh -h). Needs the bench packages:
@@ -35,7 +42,17 @@ export ROUNDS=${ROUNDS:-3} BODY=${BODY:-gpu-pod}
   echo "compare.sh: no $BENCH_DIR/run.sh (set BENCH_DIR)" >&2
   exit 2
 }
-for tool in wrk nginx go taskset curl; do
+INSTRUCTIONS=${INSTRUCTIONS:-1}
+counter_tools=""
+if [ "$INSTRUCTIONS" != 0 ]; then
+  # callgrind where perf cannot count this user's instructions (most VMs).
+  if perf stat -x, -e instructions:u true 2>&1 | grep -q '^[0-9]'; then
+    counter_tools=perf
+  else
+    counter_tools="valgrind callgrind_control"
+  fi
+fi
+for tool in wrk nginx go taskset curl $counter_tools; do
   command -v "$tool" >/dev/null || {
     echo "compare.sh: $tool not found; run scripts/install-deps.sh --bench" >&2
     exit 2
@@ -73,10 +90,22 @@ servers+=(nginx)
 echo "==> ${sizes[*]} nodes, ${#servers[@]} servers in each round" >&2
 NODES=$base OUT="$OUT_ROOT" "$BENCH_DIR/run.sh" "${servers[@]}" >/dev/null
 
+if [ "$INSTRUCTIONS" != 0 ]; then
+  echo "==> counting instructions per request" >&2
+  python3 bench/instructions.py "$binary" --nodes "${sizes[@]}" --body "$BODY" \
+    --bench-dir "$BENCH_DIR" --out "$OUT_ROOT" >"$OUT_ROOT/instructions.txt"
+fi
+
 python3 - "$OUT_ROOT" "${sizes[@]}" <<'PY'
 import csv, os, statistics, sys
 root, sizes = sys.argv[1], sys.argv[2:]
 rows = list(csv.DictReader(open(os.path.join(root, "runs.tsv")), delimiter="\t"))
+instr = {}
+if os.path.exists(os.path.join(root, "instructions.tsv")):
+    for r in csv.DictReader(open(os.path.join(root, "instructions.tsv")), delimiter="\t"):
+        instr[r["server"]] = (float(r["user_per_request"]), r["counter"])
+def instr_text(key):
+    return "%9.0f" % instr[key][0] if key in instr else "%9s" % "-"
 def name(server, n):
     return server if n == sizes[0] else "%s-%s" % (server, n)
 med = {}
@@ -90,18 +119,32 @@ for key in dict.fromkeys(r["server"] for r in rows):
 print(open(os.path.join(root, "summary.txt")).read().split("\nmedians")[0])
 for n in sizes:
     print("\n%s nodes (nginx has no inventory), medians of %d rounds:" % (n, len(med["nginx"]["rounds"])))
-    print("%-10s %9s %8s %8s %8s %7s   %s" % ("server", "req/s", "p50 ms", "p99 ms", "srv cpu", "errors", "req/s per round"))
+    print("%-10s %9s %8s %8s %8s %7s %10s %9s   %s" % ("server", "req/s", "p50 ms", "p99 ms", "srv cpu", "errors",
+                                                   "cpu us/req", "instr/req", "req/s per round"))
     for key, label in ((name("cudagate", n), "cudagate"), (name("peer-go", n), "peer-go"), ("nginx", "nginx")):
         r = med[key]
-        print("%-10s %9.0f %8.2f %8.2f %7.0f%% %7d   %s" % (label, r["rps"], r["p50"], r["p99"], r["cpu"], r["errors"],
-                                                          ", ".join("%.0f" % x for x in r["rounds"])))
+        # The server's CPU time (user and kernel) per answer, which counts
+        # the kernel's part that the instruction count leaves out.
+        print("%-10s %9.0f %8.2f %8.2f %7.0f%% %7d %10.1f %s   %s" % (label, r["rps"], r["p50"], r["p99"], r["cpu"],
+                                                                   r["errors"], r["cpu"] / 100 / r["rps"] * 1e6,
+                                                                   instr_text(key) if label != "peer-go" else "%9s" % "-",
+                                                             ", ".join("%.0f" % x for x in r["rounds"])))
     c = med[name("cudagate", n)]["rps"]
-    print("cudagate / peer-go: %.1fx   cudagate / nginx: %.2f" % (c / med[name("peer-go", n)]["rps"], c / med["nginx"]["rps"]))
+    line = "cudagate / peer-go: %.1fx   cudagate / nginx: %.2f (req/s)" % (c / med[name("peer-go", n)]["rps"],
+                                                                       c / med["nginx"]["rps"])
+    per = lambda r: r["cpu"] / r["rps"]
+    line += ", %.2f (CPU time per request)" % (per(med[name("cudagate", n)]) / per(med["nginx"]))
+    if name("cudagate", n) in instr and "nginx" in instr:
+        line += ", %.2f (instructions per request, %s, user space)" % (
+            instr[name("cudagate", n)][0] / instr["nginx"][0], instr["nginx"][1])
+    print(line)
 for n in sizes[1:]:
     a, b = med["cudagate"], med[name("cudagate", n)]
     paired = statistics.median(y / x for x, y in zip(a["rounds"], b["rounds"]))
     print("\ncudagate at %s nodes / at %s nodes (req/s): %.3f of the medians, %.3f the median of the rounds' ratios"
           % (n, sizes[0], b["rps"] / a["rps"], paired))
+if os.path.exists(os.path.join(root, "instructions.txt")):
+    print("\n" + open(os.path.join(root, "instructions.txt")).read().rstrip())
 print("\nresults: %s" % root)
 PY
 

@@ -14,6 +14,11 @@ temporary directory, then:
     facts fills and starts over, and reports the server's peak RSS (VmHWM)
     after them.
 
+The server runs with registry lookups off (`registry.enabled: false`):
+an image no one has asked for would otherwise wait up to registry.timeout
+for its registry, which this bench does not provide, and the memory of the
+registry's cache is bench/registry_bench.py's to measure.
+
 Every review must be answered 200 with an AdmissionReview; the script
 fails otherwise. It measures one machine at one moment: compare builds
 side by side, not with numbers taken elsewhere.
@@ -52,7 +57,8 @@ def start(binary, data, port):
         [binary, "serve", "--listen", f"127.0.0.1:{port}",
          "--tls-cert", os.path.join(data, "server.crt"),
          "--tls-key", os.path.join(data, "server.key"),
-         "--nodes", os.path.join(data, "nodes.json"), "--threads", "1"],
+         "--nodes", os.path.join(data, "nodes.json"), "--config", os.path.join(data, "policy.yaml"),
+         "--threads", "1"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -116,6 +122,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix="cudagate-startup.") as data:
         subprocess.run([sys.executable, gen, "--out", data, "--nodes", str(args.nodes)],
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with open(os.path.join(data, "policy.yaml"), "w") as f:
+            f.write("apiVersion: cudagate.io/v1alpha1\nkind: Policy\nregistry:\n  enabled: false\n")
         ctx = tls_context(os.path.join(data, "ca.crt"))
         with open(os.path.join(data, "gpu-pod.json")) as f:
             body = f.read()
