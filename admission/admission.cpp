@@ -292,14 +292,14 @@ AdmissionResponse admit(const ReviewRequest<V>& req, RequestDocument& document,
 // Bodies up to this size take the fast parser; its per-thread buffers keep
 // the capacity of the largest body seen, so larger (rare) ones take the
 // reference parser instead of growing them.
-constexpr std::size_t kFastBodyLimit = 256 * 1024;
+constexpr std::size_t kFastBodyLimit = std::size_t{256} * 1024;
 
 // The hot path's parser: simdjson's, kept by each thread, reading a padded
 // body where it lies and any other through a padded copy;
 // metadata.managedFields is checked but not built.
 std::optional<SimdJsonView> parse_fast(std::string_view body, bool padded) {
   if (body.size() > kFastBodyLimit) return std::nullopt;
-  thread_local ReviewTextParser parser(64 * 1024, kMaxReviewDepth);
+  thread_local ReviewTextParser parser(std::size_t{64} * 1024, kMaxReviewDepth);
   return padded ? parser.parse(PaddedText{body}) : parser.parse(body);
 }
 

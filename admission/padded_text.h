@@ -70,7 +70,7 @@ class PaddedString {
   [[nodiscard]] std::string_view view() const {
     // Nothing held yet: the text is empty, and zeros follow it.
     static constexpr char kNoText[kBodyPadding] = {};
-    return storage_.empty() ? std::string_view(kNoText, 0)
+    return storage_.empty() ? std::string_view(kNoText, kNoText)
                             : std::string_view(storage_.data(), size_);
   }
   operator std::string_view() const { return view(); }  // NOLINT: reads as the text

@@ -161,7 +161,8 @@ std::optional<std::uint32_t> plain_value_end(const std::uint8_t* text,
         break;
     }
     if (!close) return std::nullopt;
-    if (open[depth - 1] != (c == '}' ? '{' : '[')) return std::nullopt;
+    const std::uint8_t opener = c == '}' ? '{' : '[';
+    if (open[depth - 1] != opener) return std::nullopt;
     if (--depth == 0) {
       if (!plain_escapes(text + structurals[first], text + structurals[i])) return std::nullopt;
       return i;

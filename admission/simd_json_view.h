@@ -126,7 +126,9 @@ class SimdJsonView {
       [[nodiscard]] std::string_view key() const { return {key_data, key_size}; }
     };
     constexpr std::size_t kInline = 64;
-    std::array<Member, kInline> inline_members;
+    // Not value-initialised (NOLINT): clearing 64 members per object would cost
+    // the hot path; each of the first n is written before it is read.
+    std::array<Member, kInline> inline_members;  // NOLINT(cppcoreguidelines-pro-type-member-init)
     std::vector<Member> heap_members;
     Member* members = inline_members.data();
     std::uint32_t n = 0;
@@ -209,7 +211,9 @@ class SimdJsonView {
       for (std::uint32_t i = 0; i < n; ++i) {
         if (members[i].key() != keys[i]) return false;
       }
-      std::array<Member, 64> sorted;
+      // Left uninitialised like the inline members it reorders: each of the
+      // first n is written before it is read.
+      std::array<Member, 64> sorted;  // NOLINT(cppcoreguidelines-pro-type-member-init)
       std::vector<Member> heap;
       Member* out = sorted.data();
       if (n > sorted.size()) {

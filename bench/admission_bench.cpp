@@ -87,7 +87,7 @@ BENCHMARK(BM_WorkloadFromJson)->Unit(benchmark::kMicrosecond);
 // Parses `text` again and again with one parser of type P, reused.
 template <class P>
 void parse_each(benchmark::State& state, const std::string& text) {
-  P parser(64 * 1024, kMaxReviewDepth);
+  P parser(std::size_t{64} * 1024, kMaxReviewDepth);
   for (auto _ : state) {
     auto root = parser.parse(text);
     if (!root) {
@@ -114,7 +114,7 @@ void BM_ParseWhole(benchmark::State& state) {
 BENCHMARK(BM_ParseWhole)->Unit(benchmark::kMicrosecond);
 
 void BM_WorkloadFromView(benchmark::State& state) {
-  PaddedDomParser parser(64 * 1024, kMaxReviewDepth);
+  PaddedDomParser parser(std::size_t{64} * 1024, kMaxReviewDepth);
   const auto root = parser.parse(body("gpu-pod"));
   if (!root) std::abort();
   const SimdJsonView object = root->find("request").find("object");

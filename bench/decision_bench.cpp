@@ -181,6 +181,7 @@ void BM_EvaluateCold(benchmark::State& state) {
   constexpr const char* kVersions[] = {"11.8.0", "12.0.1", "12.1.1", "12.2.2", "12.3.2",
                                        "12.4.1", "12.5.1", "12.6.3", "12.8.1"};
   std::vector<Workload> pods;
+  pods.reserve(4096);
   for (int i = 0; i < 4096; ++i) {
     pods.push_back(
         training_pod(kVersions[i % 9], "registry.example.com/ml/train:v" + std::to_string(i)));

@@ -85,7 +85,8 @@ void run_rollout(benchmark::State& state, Fold fold) {
   }
   state.counters["nodes"] = count;
   state.counters["events"] = static_cast<double>(events.size());
-  state.counters["batches"] = static_cast<double>((events.size() + batch - 1) / batch);
+  const std::size_t batches = (events.size() + batch - 1) / batch;  // the last one partial
+  state.counters["batches"] = static_cast<double>(batches);
 }
 
 void BM_ApplyRollout(benchmark::State& state) {

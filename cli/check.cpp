@@ -133,7 +133,7 @@ Inventory flag_inventory(const FlagNode& facts, const Policy& policy, const Comp
   node.allocatable.emplace_back(gpu_resource_name(policy), 1);
   std::vector<Node> nodes;
   nodes.push_back(std::move(node));
-  return Inventory::build(std::move(nodes), db);
+  return Inventory::build(nodes, db);
 }
 
 // The Pod that stands for --image: one container asking for one GPU. It

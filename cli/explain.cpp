@@ -300,7 +300,7 @@ ExplainInputs read_cluster(const ExplainOptions& options, const CompatDb& db) {
   std::optional<Error> bad;
   const auto failed =
       client.list(kube::ApiCallId::explain_list_events, kube::ListOptions{ns, ""},
-                  [&](nlohmann::json page, bool first) {
+                  [&](const nlohmann::json& page, bool first) {
                     if (first) in.events.clear();
                     if (bad) return;
                     bad = read_pod_events_document(page, "events in " + ns, in.report, in.events);

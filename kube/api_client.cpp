@@ -70,8 +70,8 @@ std::string list_target(ApiCallId call, const ListOptions& options, unsigned pag
 }
 
 struct ApiClient::State : std::enable_shared_from_this<ApiClient::State> {
-  State(net::any_io_executor executor, ClusterConfig config, ApiClientOptions opts)
-      : strand(net::make_strand(std::move(executor))),
+  State(const net::any_io_executor& executor, ClusterConfig config, ApiClientOptions opts)
+      : strand(net::make_strand(executor)),
         credentials(strand, std::move(config)),
         options(opts),
         random(opts.seed) {}
@@ -85,7 +85,7 @@ struct ApiClient::State : std::enable_shared_from_this<ApiClient::State> {
   std::vector<std::weak_ptr<net::steady_timer>> timers;
 
   struct Attempt {
-    ApiCallId call;
+    ApiCallId call{};
     std::string method;
     std::string target;
     std::string content_type;
@@ -115,7 +115,7 @@ struct ApiClient::State : std::enable_shared_from_this<ApiClient::State> {
     return milliseconds(a.backoff.count() - half + jitter(random));
   }
 
-  void wait_then(milliseconds delay, std::shared_ptr<Attempt> a) {
+  void wait_then(milliseconds delay, const std::shared_ptr<Attempt>& a) {
     auto timer = std::make_shared<net::steady_timer>(strand, delay);
     prune();
     timers.push_back(timer);
@@ -138,7 +138,7 @@ struct ApiClient::State : std::enable_shared_from_this<ApiClient::State> {
     a->handler(std::move(last));
   }
 
-  void run(std::shared_ptr<Attempt> a) {
+  void run(const std::shared_ptr<Attempt>& a) {
     if (stopped) return;
     ++a->attempts;
     credentials.async_current([self = shared_from_this(), a](Expected<Credentials> creds) {
@@ -219,11 +219,13 @@ struct ApiClient::State : std::enable_shared_from_this<ApiClient::State> {
   };
 
   // Requests the listing's next page; its answer requests the one after.
-  static void list_step(const std::shared_ptr<State>& state, std::shared_ptr<Listing> listing);
+  static void list_step(const std::shared_ptr<State>& state,
+                        const std::shared_ptr<Listing>& listing);
 };
 
-ApiClient::ApiClient(net::any_io_executor executor, ClusterConfig config, ApiClientOptions options)
-    : state_(std::make_shared<State>(std::move(executor), std::move(config), options)) {}
+ApiClient::ApiClient(const net::any_io_executor& executor, ClusterConfig config,
+                     ApiClientOptions options)
+    : state_(std::make_shared<State>(executor, std::move(config), options)) {}
 
 ApiClient::~ApiClient() = default;
 
@@ -271,7 +273,7 @@ Expected<nlohmann::json> json_body(const ApiResponse& response, const std::strin
 }  // namespace
 
 void ApiClient::State::list_step(const std::shared_ptr<State>& state,
-                                 std::shared_ptr<Listing> listing) {
+                                 const std::shared_ptr<Listing>& listing) {
   auto a = std::make_shared<Attempt>();
   a->call = listing->call;
   a->method = "GET";
@@ -318,7 +320,7 @@ void ApiClient::State::list_step(const std::shared_ptr<State>& state,
   state->run(a);
 }
 
-void ApiClient::get(ApiCallId call, std::string namespace_, std::string name,
+void ApiClient::get(ApiCallId call, const std::string& namespace_, const std::string& name,
                     ObjectHandler handler) {
   const std::string where = state_->where(call) + " " + name;
   request(call, "GET", api_call(call).object_path(namespace_, name), "", "",
@@ -339,8 +341,8 @@ void ApiClient::list(ApiCallId call, ListOptions options, ListPageHandler on_pag
   net::post(state_->strand, [state = state_, listing] { State::list_step(state, listing); });
 }
 
-void ApiClient::apply(ApiCallId call, std::string namespace_, std::string name,
-                      nlohmann::json object, ObjectHandler handler) {
+void ApiClient::apply(ApiCallId call, const std::string& namespace_, const std::string& name,
+                      const nlohmann::json& object, ObjectHandler handler) {
   const std::string where = state_->where(call) + " " + name;
   request(call, "PATCH", api_call(call).object_path(namespace_, name) + std::string(kApplyQuery),
           std::string(kApplyContentType), object.dump(),
@@ -353,7 +355,8 @@ void ApiClient::apply(ApiCallId call, std::string namespace_, std::string name,
           });
 }
 
-void ApiClient::remove(ApiCallId call, std::string namespace_, std::string name, DoneHandler done) {
+void ApiClient::remove(ApiCallId call, const std::string& namespace_, const std::string& name,
+                       DoneHandler done) {
   const std::string where = state_->where(call) + " " + name;
   request(call, "DELETE", api_call(call).object_path(namespace_, name), "", "",
           [done = std::move(done), where](Expected<ApiResponse> response) {
@@ -400,9 +403,10 @@ std::optional<Error> BlockingApiClient::list(ApiCallId call, const ListOptions& 
 }
 
 Expected<nlohmann::json> BlockingApiClient::apply(ApiCallId call, const std::string& namespace_,
-                                                  const std::string& name, nlohmann::json object) {
+                                                  const std::string& name,
+                                                  const nlohmann::json& object) {
   Expected<nlohmann::json> out = Error{"", "no answer"};
-  impl_->client.apply(call, namespace_, name, std::move(object),
+  impl_->client.apply(call, namespace_, name, object,
                       [&out](Expected<nlohmann::json> r) { out = std::move(r); });
   impl_->run();
   return out;

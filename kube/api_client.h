@@ -73,23 +73,25 @@ using DoneHandler = std::function<void(std::optional<Error> error)>;
 
 class ApiClient {
  public:
-  ApiClient(boost::asio::any_io_executor executor, ClusterConfig config,
+  ApiClient(const boost::asio::any_io_executor& executor, ClusterConfig config,
             ApiClientOptions options = {});
   ~ApiClient();
   ApiClient(const ApiClient&) = delete;
   ApiClient& operator=(const ApiClient&) = delete;
 
   // GET of one object; a 404 is an Error.
-  void get(ApiCallId call, std::string namespace_, std::string name, ObjectHandler handler);
+  void get(ApiCallId call, const std::string& namespace_, const std::string& name,
+           ObjectHandler handler);
   // Every page of the collection, in order; then done (nullopt: the list is whole).
   void list(ApiCallId call, ListOptions options, ListPageHandler on_page, DoneHandler done);
   // Server-side apply of `object` (its apiVersion, kind and metadata.name
   // must be the call's and `name`'s); the handler gets the object as the
   // server stored it.
-  void apply(ApiCallId call, std::string namespace_, std::string name, nlohmann::json object,
-             ObjectHandler handler);
+  void apply(ApiCallId call, const std::string& namespace_, const std::string& name,
+             const nlohmann::json& object, ObjectHandler handler);
   // DELETE; an object already gone (404) is done.
-  void remove(ApiCallId call, std::string namespace_, std::string name, DoneHandler done);
+  void remove(ApiCallId call, const std::string& namespace_, const std::string& name,
+              DoneHandler done);
 
   // Cancels what is in flight; thread-safe. No handler is called after it.
   void stop();
@@ -117,7 +119,8 @@ class BlockingApiClient {
   [[nodiscard]] std::optional<Error> list(ApiCallId call, const ListOptions& options,
                                           const ListPageHandler& on_page);
   [[nodiscard]] Expected<nlohmann::json> apply(ApiCallId call, const std::string& namespace_,
-                                               const std::string& name, nlohmann::json object);
+                                               const std::string& name,
+                                               const nlohmann::json& object);
   [[nodiscard]] std::optional<Error> remove(ApiCallId call, const std::string& namespace_,
                                             const std::string& name);
 

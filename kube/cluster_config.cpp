@@ -69,16 +69,24 @@ Expected<YAML::Node> find_named(const YAML::Node& root, const std::string& list,
     return Error{path + ": " + list, "is missing; \"" + name + "\" is not defined"};
   }
   if (!entries.IsSequence()) return Error{path + ": " + list, "expected a list"};
+  // "kubeconfig: users[2]", the place of one entry in errors.
+  const auto entry_at = [&](std::size_t i) {
+    std::string at = path;
+    at += ": ";
+    at += list;
+    at += '[';
+    at += std::to_string(i);
+    at += ']';
+    return at;
+  };
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const YAML::Node entry = entries[i];
-    if (!entry.IsMap()) {
-      return Error{path + ": " + list + "[" + std::to_string(i) + "]", "expected a map"};
-    }
+    if (!entry.IsMap()) return Error{entry_at(i), "expected a map"};
     const YAML::Node entry_name = entry["name"];
     if (entry_name && entry_name.IsScalar() && entry_name.as<std::string>() == name) {
       const YAML::Node body = entry[inner];
       if (body && !body.IsNull() && !body.IsMap()) {
-        return Error{path + ": " + list + "[" + std::to_string(i) + "]." + inner, "expected a map"};
+        return Error{entry_at(i) + "." + inner, "expected a map"};
       }
       return body ? body : YAML::Node(YAML::NodeType::Map);
     }

@@ -64,7 +64,7 @@ Expected<WorkloadStream> list_cluster_workloads(BlockingApiClient& client,
     const std::size_t skipped_before = out.skipped;
     ListOptions options;
     options.namespace_ = namespace_;
-    auto error = client.list(call, options, [&](nlohmann::json page, bool first) {
+    auto error = client.list(call, options, [&](const nlohmann::json& page, bool first) {
       if (first) {
         out.workloads.erase(out.workloads.begin() + static_cast<std::ptrdiff_t>(workloads_before),
                             out.workloads.end());
@@ -81,7 +81,7 @@ Expected<WorkloadStream> list_cluster_workloads(BlockingApiClient& client,
 
 Expected<NodeListing> list_cluster_nodes(BlockingApiClient& client, ApiCallId call) {
   NodeListing out;
-  auto error = client.list(call, {}, [&](nlohmann::json page, bool first) {
+  auto error = client.list(call, {}, [&](const nlohmann::json& page, bool first) {
     if (first) {
       out.nodes.clear();
       out.skipped.clear();

@@ -71,7 +71,8 @@ std::optional<std::int64_t> parse_rfc3339(std::string_view text) {
     if (std::sscanf(std::string(rest.substr(1)).c_str(), "%2d:%2d", &oh, &om) != 2) {
       return std::nullopt;
     }
-    offset = (rest[0] == '+' ? 1 : -1) * (oh * 3600 + om * 60);
+    const std::int64_t magnitude = std::int64_t{oh} * 3600 + std::int64_t{om} * 60;
+    offset = rest[0] == '+' ? magnitude : -magnitude;
   } else {
     return std::nullopt;
   }
@@ -147,14 +148,18 @@ Expected<ExecCredential> run_exec_plugin(const ExecPlugin& plugin,
     if (!replaced) env_strings.emplace_back(text);
   }
   for (const auto& [name, value] : plugin.env) env_strings.push_back(name + "=" + value);
-  env_strings.push_back("KUBERNETES_EXEC_INFO={\"kind\":\"ExecCredential\",\"apiVersion\":\"" +
-                        plugin.api_version + "\",\"spec\":{\"interactive\":false}}");
+  std::string exec_info = R"(KUBERNETES_EXEC_INFO={"kind":"ExecCredential","apiVersion":")";
+  exec_info += plugin.api_version;
+  exec_info += R"(","spec":{"interactive":false}})";
+  env_strings.push_back(std::move(exec_info));
   std::vector<char*> envp;
+  envp.reserve(env_strings.size() + 1);
   for (std::string& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
   std::vector<std::string> arg_strings{plugin.command};
   arg_strings.insert(arg_strings.end(), plugin.args.begin(), plugin.args.end());
   std::vector<char*> argv;
+  argv.reserve(arg_strings.size() + 1);
   for (std::string& s : arg_strings) argv.push_back(s.data());
   argv.push_back(nullptr);
 

@@ -34,7 +34,7 @@ using std::chrono::seconds;
 
 constexpr seconds kListReadTimeout{120};
 constexpr std::size_t kMaxListPage = std::size_t{1} << 30;
-constexpr std::size_t kMaxErrorBody = 64 * 1024;
+constexpr std::size_t kMaxErrorBody = std::size_t{64} * 1024;
 
 }  // namespace
 
@@ -42,7 +42,7 @@ struct NodeWatcher::Request : std::enable_shared_from_this<NodeWatcher::Request>
   WatchAction action;
   std::shared_ptr<ApiConnection> connection;
   http::response_parser<http::buffer_body> parser;
-  std::array<char, 64 * 1024> chunk{};
+  std::array<char, std::size_t{64} * 1024> chunk{};
   std::string body;  // a list page, or an error's body
   EventStream events;
   int status = 0;
@@ -55,9 +55,9 @@ struct NodeWatcher::Request : std::enable_shared_from_this<NodeWatcher::Request>
   }
 };
 
-NodeWatcher::NodeWatcher(net::any_io_executor executor, ClusterConfig config,
+NodeWatcher::NodeWatcher(const net::any_io_executor& executor, ClusterConfig config,
                          NodeWatcherHandlers handlers, WatchOptions options)
-    : strand_(net::make_strand(std::move(executor))),
+    : strand_(net::make_strand(executor)),
       credentials_(strand_, std::move(config)),
       handlers_(std::move(handlers)),
       protocol_(options),

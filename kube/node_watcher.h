@@ -54,7 +54,7 @@ struct NodeWatcherHandlers {
 
 class NodeWatcher {
  public:
-  NodeWatcher(boost::asio::any_io_executor executor, ClusterConfig config,
+  NodeWatcher(const boost::asio::any_io_executor& executor, ClusterConfig config,
               NodeWatcherHandlers handlers, WatchOptions options = {});
   ~NodeWatcher();
   NodeWatcher(const NodeWatcher&) = delete;

@@ -701,7 +701,7 @@ class Inventory::Editor {
   // last slots, else at the end.
   void move_group(std::uint32_t g) {
     const GroupSlots old = inv_.group_slots_[g];
-    const std::size_t size = std::max<std::size_t>(8, 2 * (old.end - old.begin));
+    const std::size_t size = std::max<std::size_t>(8, std::size_t{2} * (old.end - old.begin));
     GroupSlots& slots = inv_.group_slots_[g];
     if (old.end == inv_.slot_count_ && old.end > old.begin) {
       const auto end = static_cast<std::uint32_t>(old.begin + size);

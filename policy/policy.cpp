@@ -7,6 +7,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -83,7 +84,7 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
     total += (whole + fraction) * unit_ms;
     if (total > kMaxMs) return std::nullopt;
   }
-  return std::chrono::milliseconds{static_cast<std::int64_t>(total + 0.5)};
+  return std::chrono::milliseconds{std::llround(total)};
 }
 
 // Reads one policy document. Each reader method returns an error naming the
@@ -225,7 +226,7 @@ class PolicyReader {
       const YAML::Node key_node = entry.first;
       last_line_ = line_of(key_node);
       if (!key_node.IsScalar()) return fail(key_node, path, "expected a field name");
-      const std::string key = key_node.Scalar();
+      const std::string& key = key_node.Scalar();
       const std::string field = child_path(path, key);
       if (std::find_if(known.begin(), known.end(), [&](const char* k) { return key == k; }) ==
           known.end()) {
@@ -271,7 +272,7 @@ class PolicyReader {
       names += name;
     }
     if (!node.IsScalar()) return fail(node, path, "expected one of " + names);
-    const std::string text = node.Scalar();
+    const std::string& text = node.Scalar();
     for (const auto& [name, value] : choices) {
       if (text == name) {
         out = value;
@@ -485,8 +486,8 @@ class PolicyReader {
       if (!key.IsScalar() || key.Scalar().empty()) {
         return fail(key, path, "expected a registry host name");
       }
-      const std::string host = key.Scalar();
-      const std::string field = path + "." + host;
+      const std::string& host = key.Scalar();
+      const std::string field = child_path(path, host);
       if (!value || !value.IsScalar() || value.Scalar().empty()) {
         return fail(value, field, "expected a mirror host name");
       }

@@ -98,9 +98,13 @@ Expected<AuthChallenge> parse_challenge(std::string_view header) {
       } else {
         while (i < header.size() && header[i] != ',' && !is_space(header[i])) value += header[i++];
       }
-      if (iequals(name, "realm")) challenge.realm = std::move(value);
-      if (iequals(name, "service")) challenge.service = std::move(value);
-      if (iequals(name, "scope")) challenge.scope = std::move(value);
+      if (iequals(name, "realm")) {
+        challenge.realm = std::move(value);
+      } else if (iequals(name, "service")) {
+        challenge.service = std::move(value);
+      } else if (iequals(name, "scope")) {
+        challenge.scope = std::move(value);
+      }
       skip_space();
       if (i < header.size() && header[i] == ',') ++i;
     }

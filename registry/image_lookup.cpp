@@ -199,7 +199,7 @@ ImageLookup::Step ImageLookup::next(RegistryClock::time_point now) {
   return call;
 }
 
-void ImageLookup::on_transport_error(std::string message) {
+void ImageLookup::on_transport_error(const std::string& message) {
   in_flight_ = false;
   if (awaiting_token_) {
     fail(LookupFailure::Kind::transport,

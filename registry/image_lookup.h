@@ -116,7 +116,7 @@ class ImageLookup {
   // on_transport_error().
   [[nodiscard]] Step next(RegistryClock::time_point now);
   void on_reply(HttpReply reply, RegistryClock::time_point now);
-  void on_transport_error(std::string message);
+  void on_transport_error(const std::string& message);
 
   // The digest the reference resolved to (its own digest, or the manifest's
   // that the tag named); "" until the first manifest is read.

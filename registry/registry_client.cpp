@@ -556,11 +556,11 @@ struct RegistryClient::Impl : std::enable_shared_from_this<RegistryClient::Impl>
     // io_context thread may start at once on it.
     net::post(ioc, [self = shared_from_this(), key, image = std::move(ref).value(),
                     at = std::move(parsed_platform).value()]() mutable {
-      self->spawn(std::move(key), std::move(image), std::move(at));
+      self->spawn(key, std::move(image), std::move(at));
     });
   }
 
-  void spawn(std::string key, ImageRef ref, Platform platform) {
+  void spawn(const std::string& key, ImageRef ref, Platform platform) {
     net::co_spawn(ioc, run_lookup(key, std::move(ref), std::move(platform)),
                   [self = shared_from_this(), key](const std::exception_ptr& error) {
                     if (!error) return;
@@ -647,8 +647,8 @@ RegistryClient::Answer RegistryClient::cached(std::string_view image, std::strin
   return answer;
 }
 
-void RegistryClient::lookup(std::vector<ImageWanted> wanted, std::chrono::milliseconds budget,
-                            std::function<void()> done) {
+void RegistryClient::lookup(const std::vector<ImageWanted>& wanted,
+                            std::chrono::milliseconds budget, std::function<void()> done) {
   struct Waiter {
     explicit Waiter(net::io_context& ioc) : timer(ioc) {}
     net::steady_timer timer;

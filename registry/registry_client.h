@@ -87,7 +87,7 @@ class RegistryClient {
   };
   [[nodiscard]] Answer cached(std::string_view image, std::string_view platform);
 
-  void lookup(std::vector<ImageWanted> wanted, std::chrono::milliseconds budget,
+  void lookup(const std::vector<ImageWanted>& wanted, std::chrono::milliseconds budget,
               std::function<void()> done);
 
   // What the cache holds: resolutions and configs.

@@ -381,13 +381,33 @@ std::string plan_html(const RolloutPlan& plan, std::int64_t timestamp_seconds) {
     const PlannedWorkload& w = plan.workloads[i];
     const std::string change(to_string(w.change));
     const std::string title = workload_title(w.after.decision.resource);
-    out += "<tr class=\"workload\" data-change=\"" + change + "\"><th scope=\"row\" title=\"" +
-           xml_escape(w.place.empty() ? title : title + " (" + w.place + ")") + "\">" +
-           xml_escape(title) + "</th><td class=\"change " + change + "\">" + change +
-           "</td><td class=\"verdict " + xml_escape(verdict_of(w.before)) + "\">" +
-           xml_escape(verdict_cell(w.before)) + "</td><td class=\"verdict " +
-           xml_escape(verdict_of(w.after)) + "\" title=\"" + xml_escape(reason_of(w)) + "\">" +
-           xml_escape(verdict_cell(w.after)) + "</td>";
+    std::string full_title = title;  // "title (place)"
+    if (!w.place.empty()) {
+      full_title += " (";
+      full_title += w.place;
+      full_title += ')';
+    }
+    out += "<tr class=\"workload\" data-change=\"";
+    out += change;
+    out += "\"><th scope=\"row\" title=\"";
+    out += xml_escape(full_title);
+    out += "\">";
+    out += xml_escape(title);
+    out += "</th><td class=\"change ";
+    out += change;
+    out += "\">";
+    out += change;
+    out += "</td><td class=\"verdict ";
+    out += xml_escape(verdict_of(w.before));
+    out += "\">";
+    out += xml_escape(verdict_cell(w.before));
+    out += "</td><td class=\"verdict ";
+    out += xml_escape(verdict_of(w.after));
+    out += "\" title=\"";
+    out += xml_escape(reason_of(w));
+    out += "\">";
+    out += xml_escape(verdict_cell(w.after));
+    out += "</td>";
     for (std::size_t m = 0; m < plan.moves.size(); ++m) {
       out += plan_cell(w, plan.moves[m], w.cells[m]);
     }

@@ -135,7 +135,7 @@ void BackgroundAudit::run_once() {
   const std::vector<RegistryFacts> registry = cached_facts(workloads, *snapshot, registry_, wanted);
   if (!wanted.empty()) {
     // Filled in for the next run; this one judges them without.
-    registry_->lookup(std::move(wanted), snapshot->policy->registry.timeout, [] {});
+    registry_->lookup(wanted, snapshot->policy->registry.timeout, [] {});
   }
 
   Audit audit;

@@ -45,8 +45,8 @@ struct FileWatch::Impl : std::enable_shared_from_this<FileWatch::Impl> {
     std::vector<FileIdentity> seen;      // what the previous poll saw
   };
 
-  Impl(boost::asio::any_io_executor executor, std::chrono::milliseconds every)
-      : timer(std::move(executor)), interval(every) {}
+  Impl(const boost::asio::any_io_executor& executor, std::chrono::milliseconds every)
+      : timer(executor), interval(every) {}
 
   std::vector<FileIdentity> identify_all(const Group& group) const {
     std::vector<FileIdentity> ids;
@@ -84,8 +84,9 @@ struct FileWatch::Impl : std::enable_shared_from_this<FileWatch::Impl> {
   std::atomic<bool> stopped{false};
 };
 
-FileWatch::FileWatch(boost::asio::any_io_executor executor, std::chrono::milliseconds interval)
-    : impl_(std::make_shared<Impl>(std::move(executor), interval)) {}
+FileWatch::FileWatch(const boost::asio::any_io_executor& executor,
+                     std::chrono::milliseconds interval)
+    : impl_(std::make_shared<Impl>(executor, interval)) {}
 
 FileWatch::~FileWatch() {
   stop();

@@ -25,7 +25,7 @@ namespace cudagate {
 
 class FileWatch {
  public:
-  FileWatch(boost::asio::any_io_executor executor, std::chrono::milliseconds interval);
+  FileWatch(const boost::asio::any_io_executor& executor, std::chrono::milliseconds interval);
   ~FileWatch();
   FileWatch(const FileWatch&) = delete;
   FileWatch& operator=(const FileWatch&) = delete;

@@ -77,11 +77,11 @@ Inventory rebuild_with_node_changes(const Inventory& old,
 LiveInventory::LiveInventory(boost::asio::any_io_executor executor,
                              std::shared_ptr<const CompatDb> db, std::chrono::milliseconds coalesce,
                              Publish publish)
-    : executor_(executor),
+    : executor_(std::move(executor)),
       db_(std::move(db)),
       coalesce_(coalesce),
       publish_(std::move(publish)),
-      timer_(executor) {}
+      timer_(executor_) {}
 
 void LiveInventory::add_page(std::vector<Node> nodes, bool first, bool last) {
   {

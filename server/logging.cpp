@@ -81,7 +81,7 @@ class BatchingStderrSink final : public spdlog::sinks::base_sink<std::mutex> {
   void flush_() override { write_all(); }
 
  private:
-  static constexpr std::size_t kMaxBuffered = 64 * 1024;
+  static constexpr std::size_t kMaxBuffered = std::size_t{64} * 1024;
 
   void write_all() {
     const char* data = buffer_.data();

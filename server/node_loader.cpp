@@ -32,7 +32,7 @@ namespace {
 
 constexpr std::size_t kChunk = 1 << 20;
 // Items are a few kilobytes; the parser grows for a larger one.
-constexpr std::size_t kInitialCapacity = 64 * 1024;
+constexpr std::size_t kInitialCapacity = std::size_t{64} * 1024;
 
 bool is_space(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r';

@@ -283,7 +283,7 @@ void route(const HttpRequest& request, const ServerState& state, WebhookMetrics&
   // judge once more with what came (the rest stays unknown, and its lookup
   // goes on to fill the cache).
   const auto budget = snapshot->policy->registry.timeout;
-  registry->lookup(std::move(outcome.wanted_images), budget,
+  registry->lookup(outcome.wanted_images, budget,
                    [&request, &state, &metrics, registry, respond, start, name,
                     endpoint = endpoint->endpoint, mode, snapshot = std::move(snapshot)] {
                      CachedImageFacts after(*registry);

@@ -40,18 +40,18 @@ namespace http = beast::http;
 namespace ssl = net::ssl;
 using tcp = net::ip::tcp;
 
-constexpr std::size_t kReadChunk = 16 * 1024;
+constexpr std::size_t kReadChunk = std::size_t{16} * 1024;
 // A connection keeps the buffer of its last response up to this size.
-constexpr std::size_t kMaxKeptWire = 64 * 1024;
+constexpr std::size_t kMaxKeptWire = std::size_t{64} * 1024;
 // ... and the buffer of its last request body up to this one: a review
 // (5 to 20 KB) then reuses it, without a large allocation and free per
 // request, each of which makes the allocator consolidate its small chunks.
-constexpr std::size_t kMaxKeptBody = 32 * 1024;
+constexpr std::size_t kMaxKeptBody = std::size_t{32} * 1024;
 // After an answer to a request that was not read to its end (413, 431,
 // 400), the rest is read and discarded this long, so that the peer is not
 // reset while still sending and can read the answer.
 constexpr std::chrono::seconds kLingerTime{5};
-constexpr std::size_t kLingerMaxBytes = 64 * 1024 * 1024;
+constexpr std::size_t kLingerMaxBytes = std::size_t{64} * 1024 * 1024;
 // Bounds the wait for the peer's close_notify after ours.
 constexpr std::chrono::seconds kCloseTime{1};
 constexpr std::chrono::milliseconds kAcceptRetry{100};
@@ -167,7 +167,7 @@ class Session : public std::enable_shared_from_this<Session>, public Responder::
 
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
-  ~Session() { server_->session_closed(this); }
+  ~Session() override { server_->session_closed(this); }
 
   void run() {
     net::dispatch(socket_.get_executor(), [self = shared_from_this()] { self->handshake(); });
@@ -543,7 +543,7 @@ class Session : public std::enable_shared_from_this<Session>, public Responder::
     keep_alive_ = response.keep_alive();
     wire_.clear();
     const std::string_view reason = response.reason();
-    wire_.reserve(64 + response.body().size() + 64 * 4);
+    wire_.reserve(response.body().size() + 64 + std::size_t{64} * 4);
     wire_ += "HTTP/";
     wire_ += static_cast<char>('0' + response.version() / 10);
     wire_ += '.';

@@ -51,8 +51,8 @@
 namespace cudagate {
 
 struct ServerLimits {
-  std::size_t max_body_bytes = 4 * 1024 * 1024;
-  std::size_t max_header_bytes = 16 * 1024;
+  std::size_t max_body_bytes = std::size_t{4} * 1024 * 1024;
+  std::size_t max_header_bytes = std::size_t{16} * 1024;
   std::chrono::milliseconds handshake_timeout{std::chrono::seconds(10)};
   std::chrono::milliseconds header_timeout{std::chrono::seconds(10)};
   std::chrono::milliseconds body_timeout{std::chrono::seconds(30)};
