@@ -118,6 +118,7 @@ bool add_driver_keys(Keys& keys, const NodeLabels& node, const GpuFacts& facts) 
     case NodeFactSource::none:
     case NodeFactSource::cloud:
     case NodeFactSource::product:
+    case NodeFactSource::dra:  // attributes of ResourceSlices, not labels
       break;
   }
   return false;
@@ -136,6 +137,7 @@ bool add_compute_keys(Keys& keys, const NodeLabels& node, const GpuFacts& facts,
     case NodeFactSource::product:
       return add_first_present(keys, node, {kGfdProduct, kCudagateProduct});
     case NodeFactSource::none:
+    case NodeFactSource::dra:
       break;
   }
   return false;

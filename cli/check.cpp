@@ -205,11 +205,14 @@ void run_check(const CheckOptions& options) {
   // Each workload with the name of the file it came from ("" for --image).
   std::vector<std::pair<Workload, std::string>> workloads;
   if (options.files.empty()) workloads.emplace_back(flag_workload(options, policy), "");
+  std::vector<ClaimSpec> claim_list;
   for (const auto& file : options.files) {
-    for (auto& w : cli::value_or_fail(load_workloads_file(file))) {
+    for (auto& w : cli::value_or_fail(load_workloads_file(file, &claim_list))) {
       workloads.emplace_back(std::move(w), display_name(file));
     }
   }
+  ClaimCatalog claims;
+  for (ClaimSpec& claim : claim_list) claims.add(std::move(claim));
 
   // Image configs from the registry, gathered before the decisions, with
   // the server's client and budget (SPEC 6).
@@ -224,8 +227,9 @@ void run_check(const CheckOptions& options) {
   decisions.reserve(workloads.size());
   for (std::size_t i = 0; i < workloads.size(); ++i) {
     const auto& [workload, file] = workloads[i];
-    const EvaluationInputs inputs{registry_facts[i].empty() ? nullptr : &registry_facts[i],
-                                  any_flag ? &flags : nullptr};
+    EvaluationInputs inputs{registry_facts[i].empty() ? nullptr : &registry_facts[i],
+                            any_flag ? &flags : nullptr};
+    inputs.claims = &claims;
     auto decision = evaluate(workload, inventory, policy, db, inputs);
     if (!decision) {
       std::string where = file;

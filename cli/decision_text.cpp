@@ -132,6 +132,7 @@ void print_decision_text(std::ostream& out, const Decision& decision, const Pain
         << "  note: some candidate GPU nodes have no known driver version; run GPU Feature "
            "Discovery or label them cudagate.io/driver-version\n";
   }
+  for (const std::string& claim : decision.claims) out << '\n' << "  claim: " << claim << '\n';
 }
 
 }  // namespace cudagate::cli

@@ -128,6 +128,10 @@ struct Decision {
   std::vector<GroupDecision> groups;  // incompatible and unknown first, then compatible
   bool unknown_image = false;         // a GPU container has neither cuda, archs nor require
   bool unknown_node = false;          // a candidate GPU node's driver is unknown
+  bool unknown_claim = false;         // a pod claim names a claim cudagate does not know
+  // How each request of the pod's DRA claims was judged (selectors
+  // evaluated or not), and the claims it could not find.
+  std::vector<std::string> claims;
   // What the groups' node names view when evaluate() made them (the
   // inventory's strings): held here, the names stay valid as long as this
   // decision or a copy of it, whatever becomes of the inventory. A
