@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "admission/rule_pin.h"
+#include "policy/evaluate.h"
 
 namespace cudagate {
 namespace {
@@ -401,7 +402,7 @@ NodeSet compatible_candidates(const Workload& workload, const Decision& decision
       compatible |= inventory.groups()[g.group].members;
     }
   }
-  compatible &= inventory.candidates(workload.spec);
+  compatible &= inventory.candidates(candidate_spec(workload.spec, decision));
   return compatible;
 }
 
@@ -436,7 +437,9 @@ Expected<Pin> pin_affinity(const json& object, const Workload& workload, const D
                 {"spec", patched_spec(*spec, combined)}};
     auto patched = workload_from_json(pod, "pinned pod");
     if (!patched) return patched.error();
-    if (!(inventory.candidates(patched->spec) == wanted)) return std::optional<Pin>();
+    if (!(inventory.candidates(candidate_spec(patched->spec, decision)) == wanted)) {
+      return std::optional<Pin>();
+    }
     Pin pin;
     pin.nodes = wanted.count();
     pin.scheme = std::move(keys_used);

@@ -132,6 +132,11 @@ struct Decision {
   // How each request of the pod's DRA claims was judged (selectors
   // evaluated or not), and the claims it could not find.
   std::vector<std::string> claims;
+  // The devices the claims request, as requests of the DRA allocatable
+  // entries (dra_resource_name) of container `device_container`: what
+  // candidate selection added to the pod spec (candidate_spec()).
+  std::vector<std::pair<std::string, std::int64_t>> device_requests;
+  std::size_t device_container = 0;
   // What the groups' node names view when evaluate() made them (the
   // inventory's strings): held here, the names stay valid as long as this
   // decision or a copy of it, whatever becomes of the inventory. A

@@ -232,26 +232,23 @@ std::vector<const ContainerSpec*> gpu_containers_of(const Workload& workload, co
   return out;
 }
 
-// The pod spec with its claims' device requests written as requests of the
-// DRA allocatable entries (dra_resource_name), on the first container that
-// uses a GPU claim, so that candidate selection counts devices as it
-// counts extended resources.
-PodSpec with_device_requests(const PodSpec& spec, const ClaimUse& use) {
-  PodSpec out = spec;
+// The claims' device requests as requests of the DRA allocatable entries
+// (dra_resource_name), on the first container that uses a GPU claim, so
+// that candidate selection counts devices as it counts extended resources.
+void set_device_requests(Decision& d, const ClaimUse& use) {
   const auto first = std::find(use.gpu.begin(), use.gpu.end(), true);
-  if (first == use.gpu.end()) return out;
-  ContainerSpec& c = out.containers[static_cast<std::size_t>(first - use.gpu.begin())];
+  if (first == use.gpu.end()) return;
+  d.device_container = static_cast<std::size_t>(first - use.gpu.begin());
   for (const ClaimUse::Request& request : use.requests) {
     const std::string name = dra_resource_name(request.devices.driver, request.devices.type);
-    const auto it = std::find_if(c.resources.begin(), c.resources.end(),
+    const auto it = std::find_if(d.device_requests.begin(), d.device_requests.end(),
                                  [&](const auto& entry) { return entry.first == name; });
-    if (it != c.resources.end()) {
+    if (it != d.device_requests.end()) {
       it->second += request.count;
     } else {
-      c.resources.emplace_back(name, request.count);
+      d.device_requests.emplace_back(name, request.count);
     }
   }
-  return out;
 }
 
 void add_findings(std::vector<Finding>& to, const std::vector<Finding>& from) {
@@ -264,6 +261,24 @@ void add_findings(std::vector<Finding>& to, const std::vector<Finding>& from) {
 }
 
 }  // namespace
+
+PodSpec candidate_spec(const PodSpec& spec, const Decision& decision) {
+  PodSpec out = spec;
+  if (decision.device_requests.empty() || decision.device_container >= out.containers.size()) {
+    return out;
+  }
+  auto& resources = out.containers[decision.device_container].resources;
+  for (const auto& [name, count] : decision.device_requests) {
+    const auto it = std::find_if(resources.begin(), resources.end(),
+                                 [&](const auto& entry) { return entry.first == name; });
+    if (it != resources.end()) {
+      it->second += count;
+    } else {
+      resources.emplace_back(name, count);
+    }
+  }
+  return out;
+}
 
 std::vector<const ContainerSpec*> gpu_containers(const Workload& workload, const Policy& policy,
                                                  const ClaimCatalog* claims) {
@@ -365,8 +380,9 @@ Expected<Decision> evaluate(const Workload& workload, const Inventory& inventory
   CandidateScratch& scratch = inputs.scratch != nullptr ? *inputs.scratch : scratch_here;
   // Candidates as slots: each group's members are one range of them.
   const bool devices = !use.requests.empty();
+  if (devices) set_device_requests(d, use);
   const NodeSet& candidates = inventory.candidate_slots(
-      devices ? with_device_requests(workload.spec, use) : workload.spec, scratch);
+      devices ? candidate_spec(workload.spec, d) : workload.spec, scratch);
   d.candidates = candidates.count();
   if (d.candidates == 0) {
     d.verdict = Verdict::no_candidates;

@@ -38,6 +38,10 @@ struct EvaluationInputs {
                                                                const Policy& policy,
                                                                const ClaimCatalog* claims = nullptr);
 
+// The pod spec candidates are chosen for: `spec` with the decision's
+// device requests (a pod that claims DRA devices), else `spec` itself.
+[[nodiscard]] PodSpec candidate_spec(const PodSpec& spec, const Decision& decision);
+
 // Evaluates SPEC 2 in full. Errors are values a person wrote that do not
 // parse (an annotation "12.x", an unknown arch name in the pod's env).
 // The decision's node names (GroupDecision::nodes) are views of the
