@@ -79,8 +79,8 @@ void print_value(std::ostream& out, std::string_view name, const SourcedValue& v
 
 std::string facts_line(const GpuFacts& facts) {
   auto or_unknown = [](const std::string& s) { return s.empty() ? std::string("unknown") : s; };
-  std::string line = "driver " + (facts.driver ? facts.driver->str() : "unknown") +
-                     ", max CUDA " + (facts.max_cuda ? facts.max_cuda->str() : "unknown") +
+  std::string line = "driver " + (facts.driver ? facts.driver->str() : "unknown") + ", max CUDA " +
+                     (facts.max_cuda ? facts.max_cuda->str() : "unknown") +
                      ", compute capability " + (facts.cc ? facts.cc->str() : "unknown") +
                      ", product " + or_unknown(facts.product);
   if (facts.devices.empty()) return line;

@@ -128,7 +128,7 @@ struct DraSelector::Node {
   std::vector<std::shared_ptr<const Node>> children;
   // compare: `subject` is "driver" or a qualified attribute name.
   std::string subject;
-  std::string relation;  // ==, !=, <, <=, >, >=
+  std::string relation;                                        // ==, !=, <, <=, >, >=
   DeviceAttribute::Type type = DeviceAttribute::Type::string;  // of the literal
   std::string literal;
   bool constant = false;
@@ -167,9 +167,9 @@ class SelectorParser {
     pos_ += token.size();
     return true;
   }
-  std::shared_ptr<const SelectorNode> combine(SelectorNode::Op op, std::string_view token,
-                                              std::shared_ptr<const SelectorNode> (SelectorParser::*
-                                                                                       next)()) {
+  std::shared_ptr<const SelectorNode> combine(
+      SelectorNode::Op op, std::string_view token,
+      std::shared_ptr<const SelectorNode> (SelectorParser::*next)()) {
     auto first = (this->*next)();
     if (!first) return nullptr;
     if (skip_space(), text_.substr(pos_, token.size()) != token) return first;
@@ -231,8 +231,8 @@ class SelectorParser {
   std::optional<std::string> identifier() {
     skip_space();
     const std::size_t start = pos_;
-    while (pos_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[pos_])) != 0 ||
-                                   text_[pos_] == '_')) {
+    while (pos_ < text_.size() &&
+           (std::isalnum(static_cast<unsigned char>(text_[pos_])) != 0 || text_[pos_] == '_')) {
       ++pos_;
     }
     if (pos_ == start) return std::nullopt;
@@ -295,7 +295,8 @@ class SelectorParser {
         skip_space();
         long n = 0;
         const bool negative = eat("-");
-        const auto [next, ec] = std::from_chars(text_.data() + pos_, text_.data() + text_.size(), n);
+        const auto [next, ec] =
+            std::from_chars(text_.data() + pos_, text_.data() + text_.size(), n);
         if (!r || ec != std::errc() || n > 1) return fail("expected compareTo(..) <op> -1, 0 or 1");
         pos_ = static_cast<std::size_t>(next - text_.data());
         // compareTo gives -1, 0 or 1: "compareTo(v) >= 0" is "attribute >= v".
@@ -625,7 +626,8 @@ Expected<ClaimSpec> claim_from_json(const json& object, std::string_view where) 
   auto kind = string_field(object, "kind", "", true);
   if (!kind) return kind.error().within(std::string(where));
   if (!is_claim_kind(*kind)) {
-    return at(where, "kind", "expected ResourceClaim or ResourceClaimTemplate, got " + quote(*kind));
+    return at(where, "kind",
+              "expected ResourceClaim or ResourceClaimTemplate, got " + quote(*kind));
   }
   if (auto e = check_api_version(object, where, *kind)) return *e;
   const bool beta1 = dra_version(object.value("apiVersion", "")) == "v1beta1";
@@ -738,13 +740,14 @@ Expected<std::vector<ClaimSpec>> parse_claims(std::string_view text, std::string
     }
     auto claim = claim_from_json(object, where);
     if (!claim) return claim.error();
+    claim->object = object;
     out.push_back(std::move(*claim));
     return std::nullopt;
   };
   for (const auto& doc : docs->documents) {
-    const std::string where = several ? std::string(source) + ": document " +
-                                            std::to_string(doc.index)
-                                      : std::string(source);
+    const std::string where = several
+                                  ? std::string(source) + ": document " + std::to_string(doc.index)
+                                  : std::string(source);
     const json& value = doc.value;
     const json* items = nullptr;
     if (value.is_array()) {
@@ -754,7 +757,8 @@ Expected<std::vector<ClaimSpec>> parse_claims(std::string_view text, std::string
     }
     if (items != nullptr) {
       for (std::size_t i = 0; i < items->size(); ++i) {
-        if (auto e = add((*items)[i], where + ": " + index_path(value.is_array() ? "" : "items", i)))
+        if (auto e =
+                add((*items)[i], where + ": " + index_path(value.is_array() ? "" : "items", i)))
           return *e;
       }
     } else if (auto e = add(value, where)) {
@@ -854,7 +858,8 @@ ClaimUse claim_use(const PodSpec& spec, std::string_view namespace_, const Claim
       const auto r = std::find_if(resolved.begin(), resolved.end(),
                                   [&](const Resolved& x) { return x.claim->name == used.name; });
       if (r == resolved.end() || r->spec == nullptr) continue;
-      if (used.request.empty() ? !r->gpu_requests.empty() : r->gpu_requests.count(used.request) > 0) {
+      if (used.request.empty() ? !r->gpu_requests.empty()
+                               : r->gpu_requests.count(used.request) > 0) {
         out.gpu[c] = true;
       }
     }

@@ -87,8 +87,8 @@ struct ClassDevices {
 // in order of preference.
 struct DeviceRequestWay {
   std::string device_class;
-  std::int64_t count = 1;  // allocationMode ExactCount's count
-  bool all = false;        // allocationMode All
+  std::int64_t count = 1;              // allocationMode ExactCount's count
+  bool all = false;                    // allocationMode All
   std::vector<std::string> selectors;  // CEL expressions, ANDed
 };
 struct DeviceRequest {
@@ -100,6 +100,9 @@ struct DeviceRequest {
 struct ClaimSpec {
   ResourceRef resource;  // kind ResourceClaim or ResourceClaimTemplate
   std::vector<DeviceRequest> requests;
+  // The object as written, where it came from a manifest (parse_claims):
+  // what `cudagate check -o claims` adds selectors to.
+  nlohmann::json object;
 };
 
 // A ResourceClaim or ResourceClaimTemplate object. `where` names it.
@@ -119,8 +122,7 @@ class ClaimCatalog {
   [[nodiscard]] std::size_t size() const { return claims_.size(); }
 
  private:
-  static std::string key(std::string_view kind, std::string_view namespace_,
-                         std::string_view name);
+  static std::string key(std::string_view kind, std::string_view namespace_, std::string_view name);
   std::map<std::string, ClaimSpec, std::less<>> claims_;
 };
 

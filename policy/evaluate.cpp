@@ -283,8 +283,8 @@ PodSpec candidate_spec(const PodSpec& spec, const Decision& decision) {
 std::vector<const ContainerSpec*> gpu_containers(const Workload& workload, const Policy& policy,
                                                  const ClaimCatalog* claims) {
   if (workload.spec.resource_claims.empty()) return gpu_containers_of(workload, policy, nullptr);
-  const ClaimUse use = claim_use(workload.spec, workload.resource.namespace_, claims,
-                                 policy.dra_device_classes);
+  const ClaimUse use =
+      claim_use(workload.spec, workload.resource.namespace_, claims, policy.dra_device_classes);
   return gpu_containers_of(workload, policy, &use);
 }
 
@@ -438,7 +438,8 @@ Expected<Decision> evaluate(const Workload& workload, const Inventory& inventory
     for (std::size_t k = 0; k < gpus.size(); ++k) {
       const auto index = static_cast<std::size_t>(gpus[k] - workload.spec.containers.data());
       if (!taken.empty() && use.gpu[index]) {
-        if (device_findings == nullptr) device_findings = &by_devices.emplace_back(g, std::vector<Finding>{}).second;
+        if (device_findings == nullptr)
+          device_findings = &by_devices.emplace_back(g, std::vector<Finding>{}).second;
         for (const DeviceKind* kind : taken) {
           const RuleResult r = check_container(gpus[k]->name, *entries[k]->metadata,
                                                device_gpu_facts(*kind, db), policy, db);
@@ -468,8 +469,9 @@ Expected<Decision> evaluate(const Workload& workload, const Inventory& inventory
   }
   if (d.candidates == 0) {
     d.verdict = Verdict::no_candidates;
-    d.reason = "no candidate node has devices that the pod's claims can be given (their CEL "
-               "selectors exclude every kind of device on the nodes)";
+    d.reason =
+        "no candidate node has devices that the pod's claims can be given (their CEL "
+        "selectors exclude every kind of device on the nodes)";
     return d;
   }
   std::sort(judged.begin(), judged.end(), [](const Judged& a, const Judged& b) {

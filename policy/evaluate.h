@@ -34,9 +34,8 @@ struct EvaluationInputs {
 // The GPU containers of `workload` (SPEC 2.1), init containers included:
 // those that request a GPU resource, and those that use a claim of a GPU
 // device class (`claims` may be null: none known).
-[[nodiscard]] std::vector<const ContainerSpec*> gpu_containers(const Workload& workload,
-                                                               const Policy& policy,
-                                                               const ClaimCatalog* claims = nullptr);
+[[nodiscard]] std::vector<const ContainerSpec*> gpu_containers(
+    const Workload& workload, const Policy& policy, const ClaimCatalog* claims = nullptr);
 
 // The pod spec candidates are chosen for: `spec` with the decision's
 // device requests (a pod that claims DRA devices), else `spec` itself.

@@ -35,9 +35,9 @@ const std::string* Node::label(std::string_view key) const {
 }
 
 const DeviceAttribute* DeviceKind::attribute(std::string_view name) const {
-  const auto it = std::lower_bound(
-      attributes.begin(), attributes.end(), name,
-      [](const DeviceAttribute& a, std::string_view key) { return a.name < key; });
+  const auto it =
+      std::lower_bound(attributes.begin(), attributes.end(), name,
+                       [](const DeviceAttribute& a, std::string_view key) { return a.name < key; });
   return it != attributes.end() && it->name == name ? &*it : nullptr;
 }
 
