@@ -268,13 +268,14 @@ PodSpec candidate_spec(const PodSpec& spec, const Decision& decision) {
     return out;
   }
   auto& resources = out.containers[decision.device_container].resources;
-  for (const auto& [name, count] : decision.device_requests) {
+  for (const auto& request : decision.device_requests) {
+    const std::string& name = request.first;
     const auto it = std::find_if(resources.begin(), resources.end(),
                                  [&](const auto& entry) { return entry.first == name; });
     if (it != resources.end()) {
-      it->second += count;
+      it->second += request.second;
     } else {
-      resources.emplace_back(name, count);
+      resources.emplace_back(name, request.second);
     }
   }
   return out;
