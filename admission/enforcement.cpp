@@ -181,6 +181,11 @@ std::vector<std::string> unknown_reasons(const Decision& decision) {
         "the NVIDIA driver of some candidate nodes is unknown. Fix: run GPU Feature Discovery "
         "or label the nodes with cudagate.io/driver-version");
   }
+  if (decision.unknown_claim) {
+    out.push_back(decision.reason +
+                  ". Fix: create the ResourceClaim or ResourceClaimTemplate before the pod, or "
+                  "correct the name in spec.resourceClaims");
+  }
   if (out.empty()) out.push_back("some candidate nodes cannot be judged");
   return out;
 }
@@ -257,11 +262,13 @@ Action strictest(Action a, Action b) {
 // Which policy action governs an `unknown` verdict: the strictest of the
 // unknowns present; an unknown that is neither (an arch list the image does
 // not declare) is a property of the image.
+// A claim cudagate cannot find leaves the devices unknown: the node side.
 Action unknown_action(const Decision& decision, const Policy& policy) {
-  if (decision.unknown_image && decision.unknown_node) {
+  const bool node_side = decision.unknown_node || decision.unknown_claim;
+  if (decision.unknown_image && node_side) {
     return strictest(policy.unknown_image, policy.unknown_node);
   }
-  if (decision.unknown_node) return policy.unknown_node;
+  if (node_side) return policy.unknown_node;
   return policy.unknown_image;
 }
 

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "admission/rule_pin.h"
+#include "policy/evaluate.h"
 
 namespace cudagate {
 namespace {
@@ -118,6 +119,7 @@ bool add_driver_keys(Keys& keys, const NodeLabels& node, const GpuFacts& facts) 
     case NodeFactSource::none:
     case NodeFactSource::cloud:
     case NodeFactSource::product:
+    case NodeFactSource::dra:  // attributes of ResourceSlices, not labels
       break;
   }
   return false;
@@ -136,6 +138,7 @@ bool add_compute_keys(Keys& keys, const NodeLabels& node, const GpuFacts& facts,
     case NodeFactSource::product:
       return add_first_present(keys, node, {kGfdProduct, kCudagateProduct});
     case NodeFactSource::none:
+    case NodeFactSource::dra:
       break;
   }
   return false;
@@ -399,7 +402,7 @@ NodeSet compatible_candidates(const Workload& workload, const Decision& decision
       compatible |= inventory.groups()[g.group].members;
     }
   }
-  compatible &= inventory.candidates(workload.spec);
+  compatible &= inventory.candidates(candidate_spec(workload.spec, decision));
   return compatible;
 }
 
@@ -434,7 +437,9 @@ Expected<Pin> pin_affinity(const json& object, const Workload& workload, const D
                 {"spec", patched_spec(*spec, combined)}};
     auto patched = workload_from_json(pod, "pinned pod");
     if (!patched) return patched.error();
-    if (!(inventory.candidates(patched->spec) == wanted)) return std::optional<Pin>();
+    if (!(inventory.candidates(candidate_spec(patched->spec, decision)) == wanted)) {
+      return std::optional<Pin>();
+    }
     Pin pin;
     pin.nodes = wanted.count();
     pin.scheme = std::move(keys_used);

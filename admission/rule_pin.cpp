@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "policy/arch_list.h"
+#include "policy/dra.h"
 #include "policy/metadata.h"
 #include "policy/requirement.h"
 #include "policy/rules.h"
@@ -166,7 +167,126 @@ std::vector<NodeSelectorTerm> and_terms(const std::vector<NodeSelectorTerm>& a,
   return out;
 }
 
+// The metadata of the decision's GPU containers, read back.
+Expected<std::vector<std::pair<std::string, ContainerMetadata>>> gpu_metadata(
+    const Decision& decision, const Policy& policy, const CompatDb& db) {
+  std::vector<std::pair<std::string, ContainerMetadata>> containers;
+  for (const auto& c : decision.containers) {
+    if (!c.gpu) continue;
+    auto md = metadata_of(c, policy, db);
+    if (!md) return Error{"", "container " + md.error().where + ": " + md.error().message};
+    containers.emplace_back(c.name, std::move(*md));
+  }
+  if (containers.empty()) return Error{"", "no GPU container"};
+  return containers;
+}
+
+// The passing cells of `grid` as CEL over the version attribute
+// `attribute`: ranges [m.n.0, m.(k+1).0) ORed; "" when every cell passes.
+std::string grid_cel(const Grid& grid, std::string_view attribute) {
+  const std::string subject =
+      "device.attributes[\"gpu.nvidia.com\"]." + std::string(attribute) + ".compareTo(semver(\"";
+  auto at_least = [&](int major, int minor) {
+    return subject + std::to_string(major) + "." + std::to_string(minor) + ".0\")) >= 0";
+  };
+  auto below = [&](int major, int minor) {
+    if (minor >= kMinors) {
+      ++major;
+      minor = 0;
+    }
+    return subject + std::to_string(major) + "." + std::to_string(minor) + ".0\")) < 0";
+  };
+  // The passing cells in order, as runs [first, end) of (major, minor).
+  std::vector<std::string> ranges;
+  bool all = true;
+  int start = -1;  // index of the run's first cell: major * kMinors + minor
+  auto cell = [&](int index) {
+    return grid[static_cast<std::size_t>(index / kMinors)]
+               [static_cast<std::size_t>(index % kMinors)];
+  };
+  const int first_index = kMinors;  // 1.0
+  const int end_index = (kMaxMajor + 1) * kMinors;
+  for (int i = first_index; i <= end_index; ++i) {
+    const bool pass = i < end_index && cell(i);
+    all = all && (i == end_index || pass);
+    if (pass && start < 0) start = i;
+    if (!pass && start >= 0) {
+      std::string range = at_least(start / kMinors, start % kMinors);
+      // A run that reaches the grid's top stays open for what comes later.
+      if (i < end_index) range = "(" + range + " && " + below(i / kMinors, i % kMinors) + ")";
+      ranges.push_back(std::move(range));
+      start = -1;
+    }
+  }
+  if (all) return "";
+  if (ranges.empty()) return "false";
+  std::string out;
+  for (const std::string& r : ranges) out += (out.empty() ? "" : " || ") + r;
+  return ranges.size() > 1 ? "(" + out + ")" : out;
+}
+
 }  // namespace
+
+Expected<std::string> rule_device_selector(const Decision& decision, const Policy& policy,
+                                           const CompatDb& db) {
+  if (policy.minor_version_compatibility) {
+    return Error{"", "minorVersionCompatibility judges the driver version by its branch"};
+  }
+  auto gpu = gpu_metadata(decision, policy, db);
+  if (!gpu) return gpu.error();
+  const std::vector<std::pair<std::string, ContainerMetadata>>& containers = *gpu;
+  // The other facts of a compatible kind when there is one, else of any.
+  const DeviceKind* base_kind = nullptr;
+  for (const auto& g : decision.groups) {
+    for (const DeviceKind& kind : g.facts.devices) {
+      if (base_kind == nullptr || g.outcome == Outcome::compatible) base_kind = &kind;
+    }
+    if (base_kind != nullptr && g.outcome == Outcome::compatible) break;
+  }
+  if (base_kind == nullptr) return Error{"", "no candidate node has DRA devices"};
+  const GpuFacts base = device_gpu_facts(*base_kind, db);
+  const Grid cuda = passing(containers, base, policy, db, [](GpuFacts& f, int major, int minor) {
+    f.max_cuda = CudaVersion(major, minor);
+  });
+  const Grid cc = passing(containers, base, policy, db, [](GpuFacts& f, int major, int minor) {
+    f.cc = ComputeCapability(major, minor);
+  });
+  const std::string cuda_cel = grid_cel(cuda, "cudaDriverVersion");
+  const std::string cc_cel = grid_cel(cc, "cudaComputeCapability");
+  std::string selector;
+  if (!cuda_cel.empty() && !cc_cel.empty()) {
+    selector = cuda_cel + " && " + cc_cel;
+  } else {
+    selector = !cuda_cel.empty() ? cuda_cel : cc_cel;
+  }
+  if (selector.empty()) return Error{"", "every CUDA version and compute capability passes"};
+  if (selector == "false" || cuda_cel == "false" || cc_cel == "false") {
+    return Error{"", "no CUDA version or compute capability passes the rules"};
+  }
+
+  // Checked on every kind of device the decision judged.
+  std::string why;
+  const auto parsed = DraSelector::parse(selector, &why);
+  if (!parsed) return Error{"", "the selector does not read back: " + why};
+  for (const auto& g : decision.groups) {
+    for (const DeviceKind& kind : g.facts.devices) {
+      const GpuFacts facts = device_gpu_facts(kind, db);
+      bool compatible = true;
+      for (const auto& [name, md] : containers) {
+        compatible = compatible &&
+                     check_container(name, md, facts, policy, db).outcome == Outcome::compatible;
+      }
+      if (parsed->matches(kind) != compatible) {
+        return Error{
+            "", "the rules' selector would " + std::string(compatible ? "exclude" : "select") +
+                    " " + facts.product + " devices (driver " +
+                    (facts.driver ? facts.driver->str() : "unknown") + "), which the rules find " +
+                    (compatible ? "compatible" : "incompatible")};
+      }
+    }
+  }
+  return selector;
+}
 
 Expected<RulePin> rule_pin_terms(const Decision& decision, const Policy& policy, const CompatDb& db,
                                  bool runtime_keys_new) {
@@ -182,14 +302,9 @@ Expected<RulePin> rule_pin_terms(const Decision& decision, const Policy& policy,
     }
   }
   if (compatible == nullptr) return Error{"", "no compatible node"};
-  std::vector<std::pair<std::string, ContainerMetadata>> containers;
-  for (const auto& c : decision.containers) {
-    if (!c.gpu) continue;
-    auto md = metadata_of(c, policy, db);
-    if (!md) return Error{"", "container " + md.error().where + ": " + md.error().message};
-    containers.emplace_back(c.name, std::move(*md));
-  }
-  if (containers.empty()) return Error{"", "no GPU container"};
+  auto gpu = gpu_metadata(decision, policy, db);
+  if (!gpu) return gpu.error();
+  const std::vector<std::pair<std::string, ContainerMetadata>>& containers = *gpu;
 
   const GpuFacts& base = compatible->facts;
   const Grid cuda = passing(containers, base, policy, db, [](GpuFacts& f, int major, int minor) {

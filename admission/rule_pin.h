@@ -58,4 +58,20 @@ struct RulePin {
 [[nodiscard]] Expected<RulePin> rule_pin_terms(const Decision& decision, const Policy& policy,
                                                const CompatDb& db, bool runtime_keys_new);
 
+// The same rules as a CEL selector on the attributes of NVIDIA's DRA
+// driver, for a device request of a claim that `decision`'s pod names:
+//
+//   device.attributes["gpu.nvidia.com"].cudaDriverVersion.compareTo(semver("12.4.0")) >= 0 &&
+//   (device.attributes["gpu.nvidia.com"].cudaComputeCapability.compareTo(semver("8.0.0")) >= 0 &&
+//    device.attributes["gpu.nvidia.com"].cudaComputeCapability.compareTo(semver("9.0.0")) < 0) ||
+//    ...
+//
+// so that the scheduler gives the claim only devices that can run the
+// image, on the fleet of today and of after a driver rollout. It is checked
+// on every kind of device of the decision's groups: it must select exactly
+// the kinds the rules find compatible, else the error says which it would
+// get wrong.
+[[nodiscard]] Expected<std::string> rule_device_selector(const Decision& decision,
+                                                         const Policy& policy, const CompatDb& db);
+
 }  // namespace cudagate

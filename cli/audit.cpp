@@ -133,7 +133,7 @@ void run_audit(const AuditOptions& options) {
       AuditedWorkload audited;
       audited.place = std::move(w.place);
       const EvaluationInputs inputs{registry[i].empty() ? nullptr : &registry[i], nullptr, &scratch,
-                                    &memo};
+                                    &memo, &in.claims};
       auto decision = evaluate(w.workload, inventory, policy, db, inputs);
       if (decision) {
         audited.decision = std::move(decision).value();

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "admission/admission.h"
+#include "admission/rule_pin.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/decision_text.h"
@@ -155,6 +156,84 @@ Workload flag_workload(const CheckOptions& options, const Policy& policy) {
   return workload;
 }
 
+// The requests of `object` (a ResourceClaim or ResourceClaimTemplate as
+// written) whose device class is a GPU class, as the JSON of their ways.
+std::vector<nlohmann::json*> gpu_ways(nlohmann::json& object, const Policy& policy) {
+  std::vector<nlohmann::json*> out;
+  nlohmann::json* spec = object.contains("spec") ? &object["spec"] : nullptr;
+  if (spec != nullptr && object.value("kind", "") == "ResourceClaimTemplate") {
+    spec = spec->contains("spec") ? &(*spec)["spec"] : nullptr;
+  }
+  if (spec == nullptr || !spec->contains("devices") || !(*spec)["devices"].contains("requests")) {
+    return out;
+  }
+  auto is_gpu = [&](const nlohmann::json& way) {
+    const std::string device_class = way.value("deviceClassName", "");
+    return std::find(policy.dra_device_classes.begin(), policy.dra_device_classes.end(),
+                     device_class) != policy.dra_device_classes.end();
+  };
+  for (nlohmann::json& request : (*spec)["devices"]["requests"]) {
+    if (request.contains("exactly")) {
+      if (is_gpu(request["exactly"])) out.push_back(&request["exactly"]);
+    } else if (request.contains("firstAvailable")) {
+      for (nlohmann::json& way : request["firstAvailable"]) {
+        if (is_gpu(way)) out.push_back(&way);
+      }
+    } else if (is_gpu(request)) {
+      out.push_back(&request);  // v1beta1
+    }
+  }
+  return out;
+}
+
+// `-o claims`: the claims and templates the judged pods name, each GPU
+// request with the selector of the rules added (selectors are ANDed, so a
+// template that pods of several images name admits the devices all can
+// use). A pod whose selector cannot be written is an error on stderr.
+bool print_claims(std::ostream& out, const std::vector<std::pair<Workload, std::string>>& workloads,
+                  const std::vector<Decision>& decisions, const ClaimCatalog& claims,
+                  const Policy& policy, const CompatDb& db) {
+  bool ok = true;
+  std::map<std::string, nlohmann::json> changed;  // by kind/namespace/name, in order
+  for (std::size_t i = 0; i < workloads.size(); ++i) {
+    const Workload& w = workloads[i].first;
+    const Decision& d = decisions[i];
+    if (w.spec.resource_claims.empty() || d.verdict == Verdict::skip ||
+        d.verdict == Verdict::no_candidates || d.unknown_claim) {
+      continue;
+    }
+    auto selector = rule_device_selector(d, policy, db);
+    if (!selector) {
+      cli::print_error(selector.error().within(workload_title(w.resource)));
+      ok = false;
+      continue;
+    }
+    const std::string ns = w.resource.namespace_.empty() ? "default" : w.resource.namespace_;
+    for (const PodClaim& pod_claim : w.spec.resource_claims) {
+      const bool from_template = !pod_claim.template_name.empty();
+      const std::string kind = from_template ? "ResourceClaimTemplate" : "ResourceClaim";
+      const std::string& name = from_template ? pod_claim.template_name : pod_claim.claim_name;
+      const ClaimSpec* claim = claims.find(kind, ns, name);
+      if (claim == nullptr || claim->object.is_null()) continue;
+      const std::string key = kind + "/" + ns + "/" + name;
+      auto [it, added] = changed.try_emplace(key, claim->object);
+      for (nlohmann::json* way : gpu_ways(it->second, policy)) {
+        nlohmann::json& list = (*way)["selectors"];
+        if (!list.is_array()) list = nlohmann::json::array();
+        const nlohmann::json entry = {{"cel", {{"expression", *selector}}}};
+        if (std::find(list.begin(), list.end(), entry) == list.end()) list.push_back(entry);
+      }
+      it->second["metadata"]["annotations"]["cudagate.io/device-selector"] =
+          "added for the GPU containers of " + workload_title(w.resource);
+    }
+  }
+  nlohmann::json list = {
+      {"apiVersion", "v1"}, {"kind", "List"}, {"items", nlohmann::json::array()}};
+  for (auto& [key, object] : changed) list["items"].push_back(std::move(object));
+  out << list.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+  return ok;
+}
+
 void print_summary(std::ostream& out, const std::vector<Decision>& decisions) {
   std::map<Verdict, std::size_t> counts;
   for (const auto& d : decisions) ++counts[d.verdict];
@@ -205,11 +284,14 @@ void run_check(const CheckOptions& options) {
   // Each workload with the name of the file it came from ("" for --image).
   std::vector<std::pair<Workload, std::string>> workloads;
   if (options.files.empty()) workloads.emplace_back(flag_workload(options, policy), "");
+  std::vector<ClaimSpec> claim_list;
   for (const auto& file : options.files) {
-    for (auto& w : cli::value_or_fail(load_workloads_file(file))) {
+    for (auto& w : cli::value_or_fail(load_workloads_file(file, &claim_list))) {
       workloads.emplace_back(std::move(w), display_name(file));
     }
   }
+  ClaimCatalog claims;
+  for (ClaimSpec& claim : claim_list) claims.add(std::move(claim));
 
   // Image configs from the registry, gathered before the decisions, with
   // the server's client and budget (SPEC 6).
@@ -224,8 +306,9 @@ void run_check(const CheckOptions& options) {
   decisions.reserve(workloads.size());
   for (std::size_t i = 0; i < workloads.size(); ++i) {
     const auto& [workload, file] = workloads[i];
-    const EvaluationInputs inputs{registry_facts[i].empty() ? nullptr : &registry_facts[i],
-                                  any_flag ? &flags : nullptr};
+    EvaluationInputs inputs{registry_facts[i].empty() ? nullptr : &registry_facts[i],
+                            any_flag ? &flags : nullptr};
+    inputs.claims = &claims;
     auto decision = evaluate(workload, inventory, policy, db, inputs);
     if (!decision) {
       std::string where = file;
@@ -238,6 +321,12 @@ void run_check(const CheckOptions& options) {
     decisions.push_back(std::move(decision).value());
   }
 
+  if (options.output == "claims") {
+    const bool ok = print_claims(std::cout, workloads, decisions, claims, policy, db);
+    std::cout.flush();
+    cli::exit_with(ok ? cli::kExitOk : cli::kExitFindings);
+    return;
+  }
   if (options.output == "json") {
     nlohmann::json out;
     if (decisions.size() == 1) {
@@ -305,8 +394,12 @@ void add_check_command(CLI::App& app) {
       ->type_name("FILE");
   check->add_flag("--offline", options->offline,
                   "Read no image config from registries (policy registry: settings otherwise)");
-  check->add_option("-o,--output", options->output, "Output format")
-      ->check(CLI::IsMember({"text", "json"}))
+  check
+      ->add_option("-o,--output", options->output,
+                   "Output format: text, json, or claims (the ResourceClaims and "
+                   "ResourceClaimTemplates of -f that GPU pods name, with a CEL selector added "
+                   "that admits only devices that can run them)")
+      ->check(CLI::IsMember({"text", "json", "claims"}))
       ->capture_default_str();
   cli::add_common_options(*check, options->common);
   check->callback([options] { run_check(*options); });

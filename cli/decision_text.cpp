@@ -79,9 +79,20 @@ void print_value(std::ostream& out, std::string_view name, const SourcedValue& v
 
 std::string facts_line(const GpuFacts& facts) {
   auto or_unknown = [](const std::string& s) { return s.empty() ? std::string("unknown") : s; };
-  return "driver " + (facts.driver ? facts.driver->str() : "unknown") + ", max CUDA " +
-         (facts.max_cuda ? facts.max_cuda->str() : "unknown") + ", compute capability " +
-         (facts.cc ? facts.cc->str() : "unknown") + ", product " + or_unknown(facts.product);
+  std::string line = "driver " + (facts.driver ? facts.driver->str() : "unknown") + ", max CUDA " +
+                     (facts.max_cuda ? facts.max_cuda->str() : "unknown") +
+                     ", compute capability " + (facts.cc ? facts.cc->str() : "unknown") +
+                     ", product " + or_unknown(facts.product);
+  if (facts.devices.empty()) return line;
+  // DRA devices: each kind, as the node's ResourceSlices publish it.
+  line += "; DRA devices:";
+  for (std::size_t i = 0; i < facts.devices.size(); ++i) {
+    const DeviceKind& kind = facts.devices[i];
+    const DeviceAttribute* product = kind.attribute(std::string(kNvidiaDraDriver) + "/productName");
+    line += (i == 0 ? " " : ", ") + std::to_string(kind.count) + " " + kind.type + " " +
+            (product != nullptr ? product->value : std::string("(no productName)"));
+  }
+  return line;
 }
 
 std::string node_list(const GroupDecision& group) {
@@ -132,6 +143,7 @@ void print_decision_text(std::ostream& out, const Decision& decision, const Pain
         << "  note: some candidate GPU nodes have no known driver version; run GPU Feature "
            "Discovery or label them cudagate.io/driver-version\n";
   }
+  for (const std::string& claim : decision.claims) out << '\n' << "  claim: " << claim << '\n';
 }
 
 }  // namespace cudagate::cli

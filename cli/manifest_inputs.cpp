@@ -92,6 +92,11 @@ ManifestInputs read_manifest_inputs(const std::vector<std::string>& files) {
       continue;
     }
     WorkloadStream stream = read_manifest(*text, display_name(file));
+    if (auto claims = claims_in_text(*text, display_name(file)); !claims) {
+      in.broken.push_back(claims.error());
+    } else {
+      for (ClaimSpec& claim : *claims) in.claims.add(std::move(claim));
+    }
     spdlog::debug("{}: {} workloads, {} other objects, {} broken", display_name(file),
                   stream.workloads.size(), stream.skipped, stream.broken.size());
     in.workloads.insert(in.workloads.end(), std::make_move_iterator(stream.workloads.begin()),

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/common.h"
+#include "policy/dra.h"
 #include "policy/workload_stream.h"
 
 namespace cudagate::cli {
@@ -21,6 +22,8 @@ namespace cudagate::cli {
 // Everything read from the inputs, before any decision.
 struct ManifestInputs {
   std::vector<PlacedWorkload> workloads;
+  // The ResourceClaims and ResourceClaimTemplates their pods may name.
+  ClaimCatalog claims;
   std::vector<Error> broken;
   std::size_t skipped = 0;     // objects that are not workloads
   std::size_t controlled = 0;  // reported as their controller instead

@@ -128,6 +128,15 @@ struct Decision {
   std::vector<GroupDecision> groups;  // incompatible and unknown first, then compatible
   bool unknown_image = false;         // a GPU container has neither cuda, archs nor require
   bool unknown_node = false;          // a candidate GPU node's driver is unknown
+  bool unknown_claim = false;         // a pod claim names a claim cudagate does not know
+  // How each request of the pod's DRA claims was judged (selectors
+  // evaluated or not), and the claims it could not find.
+  std::vector<std::string> claims;
+  // The devices the claims request, as requests of the DRA allocatable
+  // entries (dra_resource_name) of container `device_container`: what
+  // candidate selection added to the pod spec (candidate_spec()).
+  std::vector<std::pair<std::string, std::int64_t>> device_requests;
+  std::size_t device_container = 0;
   // What the groups' node names view when evaluate() made them (the
   // inventory's strings): held here, the names stay valid as long as this
   // decision or a copy of it, whatever becomes of the inventory. A

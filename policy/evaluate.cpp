@@ -217,15 +217,76 @@ const RuleResult& judge(ContainerEntry& entry, std::string_view container, std::
 
 }  // namespace
 
-std::vector<const ContainerSpec*> gpu_containers(const Workload& workload, const Policy& policy) {
+namespace {
+
+std::vector<const ContainerSpec*> gpu_containers_of(const Workload& workload, const Policy& policy,
+                                                    const ClaimUse* use) {
   std::vector<const ContainerSpec*> out;
-  for (const ContainerSpec& c : workload.spec.containers) {
+  for (std::size_t i = 0; i < workload.spec.containers.size(); ++i) {
+    const ContainerSpec& c = workload.spec.containers[i];
     const bool gpu = std::any_of(c.resources.begin(), c.resources.end(), [&](const auto& r) {
       return r.second > 0 && is_gpu_resource(r.first, policy.gpu_resources);
     });
-    if (gpu) out.push_back(&c);
+    if (gpu || (use != nullptr && use->gpu[i])) out.push_back(&c);
   }
   return out;
+}
+
+// The claims' device requests as requests of the DRA allocatable entries
+// (dra_resource_name), on the first container that uses a GPU claim, so
+// that candidate selection counts devices as it counts extended resources.
+void set_device_requests(Decision& d, const ClaimUse& use) {
+  const auto first = std::find(use.gpu.begin(), use.gpu.end(), true);
+  if (first == use.gpu.end()) return;
+  d.device_container = static_cast<std::size_t>(first - use.gpu.begin());
+  for (const ClaimUse::Request& request : use.requests) {
+    const std::string name = dra_resource_name(request.devices.driver, request.devices.type);
+    const auto it = std::find_if(d.device_requests.begin(), d.device_requests.end(),
+                                 [&](const auto& entry) { return entry.first == name; });
+    if (it != d.device_requests.end()) {
+      it->second += request.count;
+    } else {
+      d.device_requests.emplace_back(name, request.count);
+    }
+  }
+}
+
+void add_findings(std::vector<Finding>& to, const std::vector<Finding>& from) {
+  for (const Finding& f : from) {
+    const bool seen = std::any_of(to.begin(), to.end(), [&](const Finding& g) {
+      return g.rule == f.rule && g.container == f.container && g.message == f.message;
+    });
+    if (!seen) to.push_back(f);
+  }
+}
+
+}  // namespace
+
+PodSpec candidate_spec(const PodSpec& spec, const Decision& decision) {
+  PodSpec out = spec;
+  if (decision.device_requests.empty() || decision.device_container >= out.containers.size()) {
+    return out;
+  }
+  auto& resources = out.containers[decision.device_container].resources;
+  for (const auto& request : decision.device_requests) {
+    const std::string& name = request.first;
+    const auto it = std::find_if(resources.begin(), resources.end(),
+                                 [&](const auto& entry) { return entry.first == name; });
+    if (it != resources.end()) {
+      it->second += request.second;
+    } else {
+      resources.emplace_back(name, request.second);
+    }
+  }
+  return out;
+}
+
+std::vector<const ContainerSpec*> gpu_containers(const Workload& workload, const Policy& policy,
+                                                 const ClaimCatalog* claims) {
+  if (workload.spec.resource_claims.empty()) return gpu_containers_of(workload, policy, nullptr);
+  const ClaimUse use =
+      claim_use(workload.spec, workload.resource.namespace_, claims, policy.dra_device_classes);
+  return gpu_containers_of(workload, policy, &use);
 }
 
 Expected<Decision> evaluate(const Workload& workload, const Inventory& inventory,
@@ -233,12 +294,17 @@ Expected<Decision> evaluate(const Workload& workload, const Inventory& inventory
                             const EvaluationInputs& inputs) {
   Decision d;
   d.resource = workload.resource;
-  const std::vector<const ContainerSpec*> gpus = gpu_containers(workload, policy);
+  const std::string& ns = workload.resource.namespace_;
+  // Claims only for pods that name some (Dynamic Resource Allocation).
+  const bool claims = !workload.spec.resource_claims.empty();
+  ClaimUse use;
+  if (claims) use = claim_use(workload.spec, ns, inputs.claims, policy.dra_device_classes);
+  const std::vector<const ContainerSpec*> gpus =
+      gpu_containers_of(workload, policy, claims ? &use : nullptr);
 
   // Skips come before any metadata is resolved: a skipped pod costs no lookups.
   std::string skip;
-  const std::string& ns = workload.resource.namespace_;
-  if (gpus.empty()) {
+  if (gpus.empty() && use.missing.empty()) {
     skip = "no GPU container";
   } else if (std::find(policy.exclude_namespaces.begin(), policy.exclude_namespaces.end(),
                        ns.empty() ? std::string("default") : ns) !=
@@ -256,6 +322,22 @@ Expected<Decision> evaluate(const Workload& workload, const Inventory& inventory
     }
     d.verdict = Verdict::skip;
     d.reason = std::move(skip);
+    return d;
+  }
+  d.claims = use.notes;
+  if (!use.missing.empty()) {
+    // Which devices the pod asks for is not known: never a silent skip.
+    for (const ContainerSpec& c : workload.spec.containers) {
+      const bool gpu = std::find(gpus.begin(), gpus.end(), &c) != gpus.end();
+      d.containers.push_back(ContainerDecision{c.name, c.image, gpu, {}, {}, {}, {}});
+    }
+    d.verdict = Verdict::unknown;
+    d.unknown_claim = true;
+    for (const std::string& missing : use.missing) {
+      if (!d.reason.empty()) d.reason += "; ";
+      d.reason += missing;
+    }
+    d.claims.insert(d.claims.end(), use.missing.begin(), use.missing.end());
     return d;
   }
 
@@ -298,7 +380,10 @@ Expected<Decision> evaluate(const Workload& workload, const Inventory& inventory
   CandidateScratch scratch_here;
   CandidateScratch& scratch = inputs.scratch != nullptr ? *inputs.scratch : scratch_here;
   // Candidates as slots: each group's members are one range of them.
-  const NodeSet& candidates = inventory.candidate_slots(workload.spec, scratch);
+  const bool devices = !use.requests.empty();
+  if (devices) set_device_requests(d, use);
+  const NodeSet& candidates = inventory.candidate_slots(
+      devices ? candidate_spec(workload.spec, d) : workload.spec, scratch);
   d.candidates = candidates.count();
   if (d.candidates == 0) {
     d.verdict = Verdict::no_candidates;
@@ -306,7 +391,8 @@ Expected<Decision> evaluate(const Workload& workload, const Inventory& inventory
                    ? "the node inventory is empty"
                    : "none of the " + std::to_string(inventory.size()) +
                          " nodes passes the pod's nodeName, nodeSelector, required node "
-                         "affinity, tolerations and GPU resource requests";
+                         "affinity, tolerations and GPU resource requests" +
+                         (devices ? std::string(" (and has devices of its claims' classes)") : "");
     return d;
   }
 
@@ -319,16 +405,54 @@ Expected<Decision> evaluate(const Workload& workload, const Inventory& inventory
   std::size_t incompatible = 0;
   std::size_t unknown = 0;
   const std::vector<NodeGroup>& groups = inventory.groups();
+  // DRA: the device kinds judged on the current group, and the findings of
+  // the groups judged on device kinds.
+  std::vector<const DeviceKind*> taken;
+  std::vector<std::pair<std::size_t, std::vector<Finding>>> by_devices;
   for (std::size_t g = 0; g < groups.size(); ++g) {
     const NodeGroup& group = groups[g];
     const auto [begin, end] = inventory.group_slots(g);
     const std::size_t count = candidates.count_range(begin, end);
     if (count == 0) continue;
     Outcome outcome = Outcome::compatible;
+    // A DRA container is judged on every kind of device its requests may
+    // be given on the group's nodes; a node where some request can be given
+    // none is not a candidate.
+    taken.clear();
+    bool placeable = true;
+    if (devices && !group.facts.devices.empty()) {
+      for (const ClaimUse::Request& request : use.requests) {
+        bool any = false;
+        for (const DeviceKind& kind : group.facts.devices) {
+          if (!may_take(request, kind)) continue;
+          any = true;
+          if (std::find(taken.begin(), taken.end(), &kind) == taken.end()) taken.push_back(&kind);
+        }
+        placeable = placeable && any;
+      }
+    }
+    if (!placeable) {
+      d.candidates -= count;
+      continue;
+    }
+    std::vector<Finding>* device_findings = nullptr;
     for (std::size_t k = 0; k < gpus.size(); ++k) {
+      const auto index = static_cast<std::size_t>(gpus[k] - workload.spec.containers.data());
+      if (!taken.empty() && use.gpu[index]) {
+        if (device_findings == nullptr)
+          device_findings = &by_devices.emplace_back(g, std::vector<Finding>{}).second;
+        for (const DeviceKind* kind : taken) {
+          const RuleResult r = check_container(gpus[k]->name, *entries[k]->metadata,
+                                               device_gpu_facts(*kind, db), policy, db);
+          outcome = combine(outcome, r.outcome);
+          add_findings(*device_findings, r.findings);
+        }
+        continue;
+      }
       const RuleResult& r =
           judge(*entries[k], gpus[k]->name, g, groups.size(), group.facts, policy, db, *state);
       outcome = combine(outcome, r.outcome);
+      if (device_findings != nullptr) add_findings(*device_findings, r.findings);
     }
     if (group.facts.has_gpu && !group.facts.driver) d.unknown_node = true;
     switch (outcome) {
@@ -344,6 +468,13 @@ Expected<Decision> evaluate(const Workload& workload, const Inventory& inventory
     }
     judged.push_back(Judged{g, count, outcome});
   }
+  if (d.candidates == 0) {
+    d.verdict = Verdict::no_candidates;
+    d.reason =
+        "no candidate node has devices that the pod's claims can be given (their CEL "
+        "selectors exclude every kind of device on the nodes)";
+    return d;
+  }
   std::sort(judged.begin(), judged.end(), [](const Judged& a, const Judged& b) {
     if (rank(a.outcome) != rank(b.outcome)) return rank(a.outcome) < rank(b.outcome);
     if (a.count != b.count) return a.count > b.count;
@@ -357,7 +488,12 @@ Expected<Decision> evaluate(const Workload& workload, const Inventory& inventory
     gd.count = j.count;
     gd.facts = groups[j.group].facts;
     gd.outcome = j.outcome;
-    if (entries.size() == 1) {
+    const auto judged_on_devices =
+        std::find_if(by_devices.begin(), by_devices.end(),
+                     [&](const auto& entry) { return entry.first == j.group; });
+    if (judged_on_devices != by_devices.end()) {
+      gd.findings = judged_on_devices->second;
+    } else if (entries.size() == 1) {
       gd.findings = entries.front()->checks[j.group].result.findings;
     } else {
       for (const ContainerEntry* entry : entries) {

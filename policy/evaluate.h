@@ -7,6 +7,7 @@
 
 #include "compat-db/compat_db.h"
 #include "policy/decision.h"
+#include "policy/dra.h"
 #include "policy/inventory.h"
 #include "policy/metadata.h"
 #include "policy/pod.h"
@@ -25,11 +26,20 @@ struct EvaluationInputs {
   // record and its judgement on each group's facts, keyed by everything
   // they are made from: a decision is the same with or without it.
   MetadataMemo* memo = nullptr;
+  // May be null (none known); the ResourceClaims and ResourceClaimTemplates
+  // that pods name in spec.resourceClaims.
+  const ClaimCatalog* claims = nullptr;
 };
 
-// The GPU containers of `workload` (SPEC 2.1), init containers included.
-[[nodiscard]] std::vector<const ContainerSpec*> gpu_containers(const Workload& workload,
-                                                               const Policy& policy);
+// The GPU containers of `workload` (SPEC 2.1), init containers included:
+// those that request a GPU resource, and those that use a claim of a GPU
+// device class (`claims` may be null: none known).
+[[nodiscard]] std::vector<const ContainerSpec*> gpu_containers(
+    const Workload& workload, const Policy& policy, const ClaimCatalog* claims = nullptr);
+
+// The pod spec candidates are chosen for: `spec` with the decision's
+// device requests (a pod that claims DRA devices), else `spec` itself.
+[[nodiscard]] PodSpec candidate_spec(const PodSpec& spec, const Decision& decision);
 
 // Evaluates SPEC 2 in full. Errors are values a person wrote that do not
 // parse (an annotation "12.x", an unknown arch name in the pod's env).

@@ -109,6 +109,20 @@ std::string facts_key(const GpuFacts& f) {
   key += kSep;
   key += std::to_string(static_cast<int>(f.driver_source)) + "," +
          std::to_string(static_cast<int>(f.cc_source));
+  for (const DeviceKind& kind : f.devices) {
+    key += kSep;
+    key += kind.driver;
+    key += '\x1e';
+    key += kind.type;
+    key += '\x1e';
+    key += std::to_string(kind.count);
+    for (const DeviceAttribute& a : kind.attributes) {
+      key += '\x1e';
+      key += a.name;
+      key += static_cast<char>('0' + static_cast<int>(a.type));
+      key += a.value;
+    }
+  }
   return key;
 }
 
@@ -245,6 +259,8 @@ struct InventoryBuilder::State {
   std::vector<std::uint32_t> resource_begin{0};  // n + 1 offsets
   std::vector<std::pair<std::uint32_t, std::int64_t>> node_resources;
   std::vector<std::uint32_t> group_of;
+  // DRA devices, for the few nodes that have them.
+  std::unordered_map<std::uint32_t, std::shared_ptr<const std::vector<DeviceKind>>> node_devices;
   ViewMap<std::uint32_t> by_name;
   std::unordered_map<std::string, std::uint32_t> taint_kind_by_key;
   // Per indexed (NoSchedule/NoExecute) taint kind: its entry in taint_nodes.
@@ -404,6 +420,9 @@ bool InventoryBuilder::add(const Node& node, const GpuFacts* known) {
     st.resource_nodes[st.view(r)][amount].push_back(i);
   }
   st.resource_begin.push_back(static_cast<std::uint32_t>(st.node_resources.size()));
+  if (!node.devices.empty()) {
+    st.node_devices[i] = std::make_shared<const std::vector<DeviceKind>>(node.devices);
+  }
   return true;
 }
 
@@ -433,6 +452,10 @@ Inventory InventoryBuilder::finish() {
     for (std::uint32_t r = st.resource_begin[i]; r < st.resource_begin[i + 1]; ++r) {
       record->allocatable.emplace_back(st.view(st.node_resources[r].first),
                                        st.node_resources[r].second);
+    }
+    if (const auto d = st.node_devices.find(static_cast<std::uint32_t>(i));
+        d != st.node_devices.end()) {
+      record->devices = d->second;
     }
     inv.nodes_.edit(i, kBuild) = std::move(record);
     inv.group_of_.edit(i, kBuild) = st.group_of[i];
@@ -626,6 +649,9 @@ class Inventory::Editor {
       const std::string_view text =
           known != inv_.resources_.end() ? known->first : *inv_.strings_->add(resource);
       record->allocatable.emplace_back(text, amount);
+    }
+    if (!node.devices.empty()) {
+      record->devices = std::make_shared<const std::vector<DeviceKind>>(node.devices);
     }
     return record;
   }
@@ -863,6 +889,11 @@ void Inventory::node_into(std::size_t i, Node& out) const {
   out.allocatable.clear();
   for (const auto& [resource, amount] : node.allocatable) {
     out.allocatable.emplace_back(std::string(resource), amount);
+  }
+  if (node.devices) {
+    out.devices = *node.devices;
+  } else {
+    out.devices.clear();
   }
 }
 

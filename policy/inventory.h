@@ -161,6 +161,7 @@ class Inventory {
     std::vector<std::pair<std::string_view, const std::string*>> labels;
     std::vector<Taint> taints;
     std::vector<std::pair<std::string_view, std::int64_t>> allocatable;
+    std::shared_ptr<const std::vector<DeviceKind>> devices;  // null without DRA devices
     bool unschedulable = false;
   };
 

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "policy/document.h"
+#include "policy/dra.h"
 #include "policy/json_view.h"
 #include "policy/node_reader.h"
 #include "policy/pod.h"
@@ -33,6 +34,13 @@ const std::string* Node::label(std::string_view key) const {
   return find_value(labels, key);
 }
 
+const DeviceAttribute* DeviceKind::attribute(std::string_view name) const {
+  const auto it =
+      std::lower_bound(attributes.begin(), attributes.end(), name,
+                       [](const DeviceAttribute& a, std::string_view key) { return a.name < key; });
+  return it != attributes.end() && it->name == name ? &*it : nullptr;
+}
+
 Expected<Node> node_from_json(const json& object, std::string_view where) {
   return node_from_view(NlohmannView(object), where);
 }
@@ -44,9 +52,16 @@ Expected<std::vector<Node>> parse_nodes(std::string_view text, std::string_view 
     return Error{std::string(source), "no nodes: expected a Node, a NodeList or a List of Nodes"};
   }
   std::vector<Node> out;
+  std::vector<ResourceSlice> slices;
   std::unordered_map<std::string, std::string> seen;  // name -> where it was read
 
   auto add = [&](const json& object, const std::string& where) -> std::optional<Error> {
+    if (object.is_object() && object.value("kind", "") == "ResourceSlice") {
+      auto slice = resource_slice_from_json(object, where);
+      if (!slice) return slice.error();
+      slices.push_back(std::move(*slice));
+      return std::nullopt;
+    }
     auto node = node_from_json(object, where);
     if (!node) return node.error();
     const auto [it, inserted] = seen.emplace(node->name, where);
@@ -81,7 +96,7 @@ Expected<std::vector<Node>> parse_nodes(std::string_view text, std::string_view 
     }
     auto kind = string_field(value, "kind", "", false);
     if (!kind) return kind.error().within(where);
-    if (*kind == "Node" ||
+    if (*kind == "Node" || *kind == "ResourceSlice" ||
         (kind->empty() && value.contains("metadata") && !value.contains("items"))) {
       if (auto e = add(value, where)) return *e;
     } else if (ends_with_list(*kind) || (kind->empty() && value.contains("items"))) {
@@ -92,7 +107,16 @@ Expected<std::vector<Node>> parse_nodes(std::string_view text, std::string_view 
       }
     } else {
       return Error{join(where, "kind"),
-                   "expected a Node, a NodeList or a List, got " + quote(*kind)};
+                   "expected a Node, a ResourceSlice, a NodeList or a List, got " + quote(*kind)};
+    }
+  }
+  if (!slices.empty()) {
+    // Slices of nodes the text does not hold describe nodes that are gone.
+    auto kinds = device_kinds_by_node(slices);
+    for (Node& node : out) {
+      if (auto it = kinds.find(node.name); it != kinds.end()) {
+        attach_devices(node, std::move(it->second));
+      }
     }
   }
   return out;
@@ -135,6 +159,104 @@ std::optional<T> parse_opt(const std::string* text) {
 template <class T>
 std::optional<T> parse_opt(const std::optional<std::string>& text) {
   return text ? parse_opt<T>(&*text) : std::nullopt;
+}
+
+// A DRA version attribute of NVIDIA's driver, by its unqualified name.
+const DeviceAttribute* nvidia_attribute(const DeviceKind& kind, std::string_view name) {
+  std::string qualified(kNvidiaDraDriver);
+  qualified += '/';
+  qualified += name;
+  return kind.attribute(qualified);
+}
+
+// A driver version written as a semantic version, in the form nvidia-smi
+// prints it: the third part has two digits (580.105.8 is 580.105.08).
+std::optional<DriverVersion> driver_from_semver(std::string_view text) {
+  auto parsed = DriverVersion::parse(text);
+  if (!parsed) return std::nullopt;
+  if (parsed->part_count() < 3 || parsed->part(2) >= 10) return *parsed;
+  const std::string padded = std::to_string(parsed->part(0)) + "." +
+                             std::to_string(parsed->part(1)) + ".0" +
+                             std::to_string(parsed->part(2));
+  auto again = DriverVersion::parse(padded);
+  return again ? std::optional<DriverVersion>(*again) : std::optional<DriverVersion>(*parsed);
+}
+
+// A compute capability written as a semantic version: 9.0.0 is 9.0.
+std::optional<ComputeCapability> cc_from_semver(std::string_view text) {
+  const std::size_t first = text.find('.');
+  if (first != std::string_view::npos) {
+    const std::size_t second = text.find('.', first + 1);
+    if (second != std::string_view::npos) {
+      if (text.find_first_not_of("0", second + 1) != std::string_view::npos) return std::nullopt;
+      text = text.substr(0, second);
+    }
+  }
+  auto parsed = ComputeCapability::parse(text);
+  return parsed ? std::optional<ComputeCapability>(*parsed) : std::nullopt;
+}
+
+}  // namespace
+
+GpuFacts device_gpu_facts(const DeviceKind& kind, const CompatDb& db) {
+  GpuFacts f;
+  f.has_gpu = kind.count > 0;
+  if (const DeviceAttribute* a = nvidia_attribute(kind, "driverVersion")) {
+    f.driver = driver_from_semver(a->value);
+  }
+  if (f.driver) f.driver_source = NodeFactSource::dra;
+  if (const DeviceAttribute* a = nvidia_attribute(kind, "cudaDriverVersion")) {
+    if (auto cuda = CudaVersion::parse(a->value)) f.max_cuda = *cuda;
+  }
+  if (!f.max_cuda && f.driver) f.max_cuda = db.max_cuda_for(*f.driver);
+  const Product* product = nullptr;
+  if (const DeviceAttribute* a = nvidia_attribute(kind, "productName")) {
+    f.product = a->value;
+    product = db.product_by_name(a->value);
+    if (product == nullptr) product = db.product_by_gfd(a->value);
+  }
+  if (const DeviceAttribute* a = nvidia_attribute(kind, "cudaComputeCapability")) {
+    f.cc = cc_from_semver(a->value);
+  }
+  if (f.cc) {
+    f.cc_source = NodeFactSource::dra;
+  } else if (product != nullptr) {
+    f.cc = product->cc;
+    f.cc_source = NodeFactSource::product;
+  }
+  if (product != nullptr) {
+    f.family = product->family;
+    if (!product->brand.empty()) f.brand = product->brand;
+  }
+  if (f.family.empty()) {
+    if (const DeviceAttribute* a = nvidia_attribute(kind, "architecture")) f.family = a->value;
+  }
+  return f;
+}
+
+namespace {
+
+// The first kind's facts fill in what labels leave unknown.
+void add_device_facts(const Node& node, const CompatDb& db, GpuFacts& f) {
+  for (const DeviceKind& kind : node.devices) {
+    if (kind.driver == kNvidiaDraDriver && kind.count > 0) f.devices.push_back(kind);
+  }
+  if (f.devices.empty()) return;
+  f.has_gpu = true;
+  const GpuFacts first = device_gpu_facts(f.devices.front(), db);
+  if (!f.driver && first.driver) {
+    f.driver = first.driver;
+    f.driver_source = first.driver_source;
+    if (!f.max_cuda) f.max_cuda = first.max_cuda;
+  }
+  if (!f.max_cuda) f.max_cuda = first.max_cuda;
+  if (!f.cc && first.cc) {
+    f.cc = first.cc;
+    f.cc_source = first.cc_source;
+  }
+  if (f.product.empty()) f.product = first.product;
+  if (f.family.empty()) f.family = first.family;
+  if (!f.brand) f.brand = first.brand;
 }
 
 }  // namespace
@@ -233,6 +355,7 @@ GpuFacts derive_gpu_facts(const Node& node, const CompatDb& db) {
     f.family = product->family;
   }
   if (product != nullptr && !product->brand.empty()) f.brand = product->brand;
+  add_device_facts(node, db, f);
   return f;
 }
 

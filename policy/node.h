@@ -26,6 +26,28 @@ struct Taint {
   friend bool operator==(const Taint&, const Taint&) = default;
 };
 
+// One attribute of a device published through Dynamic Resource Allocation,
+// by its fully qualified name ("gpu.nvidia.com/productName") and type.
+struct DeviceAttribute {
+  enum class Type : unsigned char { string, integer, boolean, version };
+  std::string name;
+  Type type = Type::string;
+  std::string value;  // as written: "NVIDIA H100 80GB HBM3", "0", "true", "13.0.0"
+  friend bool operator==(const DeviceAttribute&, const DeviceAttribute&) = default;
+};
+
+// A kind of device a node publishes in its ResourceSlices (policy/dra.h):
+// the devices of one driver whose attributes are equal once those that name
+// one device (uuid, PCI addresses) are left out, and how many there are.
+struct DeviceKind {
+  std::string driver;  // "gpu.nvidia.com"
+  std::string type;    // the driver's "type" attribute: "gpu", "mig", "vfio"; "" without
+  std::int64_t count = 0;
+  std::vector<DeviceAttribute> attributes;  // sorted by name
+  [[nodiscard]] const DeviceAttribute* attribute(std::string_view name) const;
+  friend bool operator==(const DeviceKind&, const DeviceKind&) = default;
+};
+
 // The parts of a Node object that scheduling and compatibility depend on.
 struct Node {
   std::string name;
@@ -34,6 +56,10 @@ struct Node {
   bool unschedulable = false;
   // status.allocatable entries that are extended resources ("nvidia.com/gpu": 8).
   std::vector<std::pair<std::string, std::int64_t>> allocatable;
+  // The GPU devices of NVIDIA's DRA driver the node's ResourceSlices
+  // publish (attach_devices() in policy/dra.h sets them, and for each kind
+  // an allocatable entry named by dra_resource_name()).
+  std::vector<DeviceKind> devices;
 
   [[nodiscard]] const std::string* label(std::string_view key) const;
 };
@@ -44,7 +70,7 @@ Expected<std::vector<Node>> parse_nodes(std::string_view text, std::string_view 
 Expected<Node> node_from_json(const nlohmann::json& object, std::string_view where);
 
 // Where a node fact came from; the label keys are what /mutate pins on.
-enum class NodeFactSource : unsigned char { none, gfd, cudagate, cloud, product };
+enum class NodeFactSource : unsigned char { none, gfd, cudagate, cloud, product, dra };
 
 struct GpuFacts {
   bool has_gpu = false;  // allocatable nvidia.com/gpu or nvidia.com/mig-* > 0
@@ -56,11 +82,24 @@ struct GpuFacts {
   std::optional<std::string> brand;  // from the product, lower-case
   NodeFactSource driver_source = NodeFactSource::none;
   NodeFactSource cc_source = NodeFactSource::none;
+  // The node's kinds of DRA GPU devices (Node::devices of NVIDIA's driver).
+  // A pod that claims devices is judged on each kind it can be given; the
+  // facts above are those of the first kind where no label gives them.
+  std::vector<DeviceKind> devices;
 
   friend bool operator==(const GpuFacts&, const GpuFacts&) = default;
 };
 
 [[nodiscard]] GpuFacts derive_gpu_facts(const Node& node, const CompatDb& db);
+
+// The GPU facts of one kind of DRA device: its driverVersion,
+// cudaDriverVersion and cudaComputeCapability attributes (versions written
+// as semantic versions: 580.105.8 is the driver nvidia-smi prints as
+// 580.105.08), its productName through compat-db for the family and brand.
+[[nodiscard]] GpuFacts device_gpu_facts(const DeviceKind& kind, const CompatDb& db);
+
+// The DRA driver of NVIDIA GPUs, which names its attributes' domain.
+inline constexpr std::string_view kNvidiaDraDriver = "gpu.nvidia.com";
 
 // Extended resources that count as GPUs: nvidia.com/mig-* always, and
 // `gpu_resources` (policy, default nvidia.com/gpu).

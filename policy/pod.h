@@ -21,6 +21,22 @@ struct EnvVar {
   std::optional<std::string> value;  // nullopt for valueFrom (not known at admission)
 };
 
+// An entry of a container's resources.claims: the pod claim it uses, and
+// optionally one request of that claim.
+struct ContainerClaim {
+  std::string name;
+  std::string request;  // "" for every request of the claim
+};
+
+// An entry of spec.resourceClaims: a name the containers use for a
+// ResourceClaim, named directly or made from a ResourceClaimTemplate for
+// each pod.
+struct PodClaim {
+  std::string name;
+  std::string claim_name;     // resourceClaimName
+  std::string template_name;  // resourceClaimTemplateName
+};
+
 struct ContainerSpec {
   std::string name;
   std::string image;
@@ -29,6 +45,7 @@ struct ContainerSpec {
   // Extended resources from limits and requests (limits win), integer
   // counts, sorted by name.
   std::vector<std::pair<std::string, std::int64_t>> resources;
+  std::vector<ContainerClaim> claims;  // resources.claims
 };
 
 struct NodeSelectorRequirement {
@@ -59,6 +76,7 @@ struct PodSpec {
   std::optional<std::vector<NodeSelectorTerm>> required_terms;
   std::vector<Toleration> tolerations;
   std::vector<ContainerSpec> containers;  // init containers first, then containers
+  std::vector<PodClaim> resource_claims;  // spec.resourceClaims
 };
 
 struct ResourceRef {

@@ -115,6 +115,7 @@ class PolicyReader {
                          "allowPodOptOut",
                          "excludeNamespaces",
                          "gpuResources",
+                         "draDeviceClasses",
                          "images",
                          "registry"};
     std::optional<Error> err = for_each_field(
@@ -167,6 +168,9 @@ class PolicyReader {
             return read_string_list(value, path, policy.exclude_namespaces);
           }
           if (key == "gpuResources") return read_string_list(value, path, policy.gpu_resources);
+          if (key == "draDeviceClasses") {
+            return read_string_list(value, path, policy.dra_device_classes);
+          }
           if (key == "images") return read_images(value, path, policy.images);
           if (key == "registry") return read_registry(value, path, policy.registry);
           return std::nullopt;

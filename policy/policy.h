@@ -73,6 +73,8 @@ struct Policy {
   bool allow_pod_opt_out = false;
   std::vector<std::string> exclude_namespaces = {"kube-system"};
   std::vector<std::string> gpu_resources = {"nvidia.com/gpu"};
+  // Device classes whose devices are GPUs to judge (Dynamic Resource Allocation).
+  std::vector<std::string> dra_device_classes = {"gpu.nvidia.com", "mig.nvidia.com"};
   std::vector<CatalogEntry> images;
   RegistrySettings registry;
 

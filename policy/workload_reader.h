@@ -285,17 +285,64 @@ std::optional<Error> read_env(const V& env, const Path& path, std::vector<EnvVar
   });
 }
 
+// resources.claims: {name, request} objects.
+template <JsonView V>
+std::optional<Error> read_container_claims(const V& value, const Path& path,
+                                           std::vector<ContainerClaim>& out) {
+  auto items = object_list(value, "claims", path);
+  if (!items) return items.error();
+  const Path list_path = path.field("claims");
+  return read_each(*items, [&](std::size_t i, const V& item) -> std::optional<Error> {
+    static constexpr std::array<std::string_view, 2> kKeys = {"name", "request"};
+    const auto [name_v, request_v] = members(item, kKeys);
+    const Path at = list_path.at(i);
+    auto name = string_value(name_v, "name", at, true);
+    if (!name) return name.error();
+    auto request = string_value(request_v, "request", at, false);
+    if (!request) return request.error();
+    out.push_back(ContainerClaim{std::string(*name), std::string(*request)});
+    return std::nullopt;
+  });
+}
+
+// spec.resourceClaims: {name, resourceClaimName | resourceClaimTemplateName}.
+template <JsonView V>
+Expected<std::vector<PodClaim>> read_pod_claims(const V& value, const Path& path) {
+  std::vector<PodClaim> out;
+  auto items = object_list(value, "resourceClaims", path);
+  if (!items) return items.error();
+  const Path list_path = path.field("resourceClaims");
+  auto error = read_each(*items, [&](std::size_t i, const V& item) -> std::optional<Error> {
+    static constexpr std::array<std::string_view, 3> kKeys = {"name", "resourceClaimName",
+                                                              "resourceClaimTemplateName"};
+    const auto [name_v, claim_v, template_v] = members(item, kKeys);
+    const Path at = list_path.at(i);
+    auto name = string_value(name_v, "name", at, true);
+    if (!name) return name.error();
+    auto claim = string_value(claim_v, "resourceClaimName", at, false);
+    if (!claim) return claim.error();
+    auto from_template = string_value(template_v, "resourceClaimTemplateName", at, false);
+    if (!from_template) return from_template.error();
+    out.push_back(PodClaim{std::string(*name), std::string(*claim), std::string(*from_template)});
+    return std::nullopt;
+  });
+  if (error) return *error;
+  return out;
+}
+
 template <JsonView V>
 std::optional<Error> read_resources(const V& value, const Path& path,
-                                    std::vector<std::pair<std::string, std::int64_t>>& out) {
+                                    std::vector<std::pair<std::string, std::int64_t>>& out,
+                                    std::vector<ContainerClaim>& claims) {
   auto resources = object_value(value, "resources", path);
   if (!resources) return resources.error();
   if (!resources->valid()) return std::nullopt;
   const Path res_path = path.field("resources");
-  static constexpr std::array<std::string_view, 2> kKeys = {"requests", "limits"};
+  static constexpr std::array<std::string_view, 3> kKeys = {"requests", "limits", "claims"};
   const auto found = members(*resources, kKeys);
+  if (auto e = read_container_claims(found[2], res_path, claims)) return e;
   // Requests first, so that limits (what the device plugin allocates) win.
-  for (std::size_t k = 0; k < kKeys.size(); ++k) {
+  for (std::size_t k = 0; k < 2; ++k) {
     const std::string_view section = kKeys[k];
     auto entries = object_value(found[k], section, res_path);
     if (!entries) return entries.error();
@@ -339,7 +386,7 @@ Expected<ContainerSpec> read_container(const V& item, const Path& path, bool ini
   if (!image) return image.error();
   c.image = std::string(*image);
   if (auto e = read_env(env_v, path, c.env, options)) return *e;
-  if (auto e = read_resources(resources_v, path, c.resources)) return *e;
+  if (auto e = read_resources(resources_v, path, c.resources, c.claims)) return *e;
   return c;
 }
 
@@ -437,8 +484,9 @@ template <JsonView V>
 Expected<PodSpec> read_pod_spec(const V& spec, const Path& path,
                                 const WorkloadReadOptions& options) {
   if (!spec.is_object()) return type_mismatch(path, "an object", spec);
-  static constexpr std::array<std::string_view, 6> kKeys = {
-      "nodeName", "nodeSelector", "affinity", "tolerations", "initContainers", "containers"};
+  static constexpr std::array<std::string_view, 7> kKeys = {
+      "nodeName",       "nodeSelector", "affinity",      "tolerations",
+      "initContainers", "containers",   "resourceClaims"};
   const auto found = members(spec, kKeys);
   PodSpec out;
   auto node_name = string_value(found[0], "nodeName", path, false);
@@ -453,6 +501,9 @@ Expected<PodSpec> read_pod_spec(const V& spec, const Path& path,
   auto tolerations = read_tolerations(found[3], path);
   if (!tolerations) return tolerations.error();
   out.tolerations = std::move(*tolerations);
+  auto claims = read_pod_claims(found[6], path);
+  if (!claims) return claims.error();
+  out.resource_claims = std::move(*claims);
 
   for (std::size_t k = 4; k < 6; ++k) {
     const std::string_view key = kKeys[k];

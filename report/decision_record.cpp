@@ -36,6 +36,21 @@ json facts_json(const GpuFacts& facts) {
   out["computeCapability"] = optional_text(facts.cc);
   out["product"] = text_or_null(facts.product);
   out["family"] = text_or_null(facts.family);
+  if (!facts.devices.empty()) {
+    // The node's kinds of DRA devices, each with the attributes judged.
+    json devices = json::array();
+    for (const DeviceKind& kind : facts.devices) {
+      json item = json::object();
+      item["driver"] = kind.driver;
+      item["type"] = kind.type;
+      item["count"] = kind.count;
+      json attributes = json::object();
+      for (const DeviceAttribute& a : kind.attributes) attributes[a.name] = a.value;
+      item["attributes"] = std::move(attributes);
+      devices.push_back(std::move(item));
+    }
+    out["devices"] = std::move(devices);
+  }
   return out;
 }
 
@@ -63,6 +78,7 @@ json to_json(const Decision& decision) {
     containers.push_back(std::move(item));
   }
   out["containers"] = std::move(containers);
+  if (!decision.claims.empty()) out["claims"] = decision.claims;
   out["candidates"] = decision.candidates;
   out["compatible"] = decision.compatible;
 

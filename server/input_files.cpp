@@ -68,11 +68,25 @@ Expected<Inventory> load_inventory_file(const std::string& path, const CompatDb&
   return Inventory::build(std::move(nodes).value(), db);
 }
 
-Expected<std::vector<Workload>> load_workloads_file(const std::string& path) {
+Expected<std::vector<ClaimSpec>> claims_in_text(std::string_view text, std::string_view source) {
+  if (text.find("ResourceClaim") == std::string_view::npos) return std::vector<ClaimSpec>();
+  return parse_claims(text, source);
+}
+
+Expected<std::vector<Workload>> load_workloads_file(const std::string& path,
+                                                    std::vector<ClaimSpec>* claims) {
   auto text = read_input(path);
   if (!text) return text.error();
   auto workloads = parse_workloads(*text, display_name(path));
   if (!workloads) return workloads.error();
+  if (claims != nullptr) {
+    auto found = claims_in_text(*text, display_name(path));
+    if (!found) return found.error();
+    const bool any = !found->empty();
+    claims->insert(claims->end(), std::make_move_iterator(found->begin()),
+                   std::make_move_iterator(found->end()));
+    if (any) return workloads;
+  }
   if (workloads->empty()) {
     return Error{display_name(path),
                  "expected a Pod, Deployment, ReplicaSet, StatefulSet, DaemonSet, Job or CronJob, "

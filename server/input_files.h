@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "compat-db/compat_db.h"
+#include "policy/dra.h"
 #include "policy/inventory.h"
 #include "policy/pod.h"
 #include "policy/policy.h"
@@ -30,7 +31,14 @@ Expected<Policy> load_policy_file(const std::string& path, const CompatDb& db);
 // A `kubectl get nodes -o json|yaml` file, indexed.
 Expected<Inventory> load_inventory_file(const std::string& path, const CompatDb& db);
 // Every workload (Pod or pod-owning kind) in a JSON or YAML file; a file
-// without any is an error.
-Expected<std::vector<Workload>> load_workloads_file(const std::string& path);
+// without any is an error. With `claims`, the ResourceClaims and
+// ResourceClaimTemplates of the file are added there, and a file that holds
+// only those is no error.
+Expected<std::vector<Workload>> load_workloads_file(const std::string& path,
+                                                    std::vector<ClaimSpec>* claims = nullptr);
+
+// The ResourceClaims and ResourceClaimTemplates of a manifest text; a text
+// that names neither kind is not parsed again.
+Expected<std::vector<ClaimSpec>> claims_in_text(std::string_view text, std::string_view source);
 
 }  // namespace cudagate

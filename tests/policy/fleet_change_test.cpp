@@ -155,8 +155,8 @@ TEST(FleetChange, ImageChanges) {
 
   Workload w;
   w.resource = ResourceRef{"apps/v1", "Deployment", "ml", "trainer"};
-  w.spec.containers = {ContainerSpec{"setup", "busybox", true, {}, {}},
-                       ContainerSpec{"main", "old:1", false, {}, {}}};
+  w.spec.containers = {ContainerSpec{"setup", "busybox", true, {}, {}, {}},
+                       ContainerSpec{"main", "old:1", false, {}, {}, {}}};
   const std::vector<Workload> ws = {w};
   auto out = apply_image_changes(ws, {*ImageChange::parse("deployment/trainer=new:2")});
   ASSERT_TRUE(out) << out.error().str();

@@ -442,7 +442,8 @@ TEST_F(Candidates, Resources) {
 
 TEST_F(Candidates, LargeCountsDoNotOverflow) {
   PodSpec spec = spec_of(kTolerateAll);
-  spec.containers.assign(3, ContainerSpec{"c", "", false, {}, {{"nvidia.com/gpu", INT64_MAX / 2}}});
+  spec.containers.assign(
+      3, ContainerSpec{"c", "", false, {}, {{"nvidia.com/gpu", INT64_MAX / 2}}, {}});
   EXPECT_TRUE(inv_.candidates(spec).empty());
 }
 
