@@ -64,7 +64,11 @@ Expected<std::vector<DeviceAttribute>> read_attributes(const json& device, std::
     if (!value.is_object() || value.size() != 1) {
       return Error{here, "expected one of string, int, bool or version"};
     }
-    const auto& [type, v] = *value.items().begin();
+    // The one member: its key names the type (an iterator, not items(),
+    // whose proxy would not outlive this statement).
+    const auto member = value.begin();
+    const std::string type = member.key();
+    const json& v = member.value();
     DeviceAttribute a;
     a.name = qualified(name, driver);
     if (type == "string" && v.is_string()) {
