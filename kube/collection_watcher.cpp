@@ -53,12 +53,12 @@ struct CollectionWatcher::Request : std::enable_shared_from_this<CollectionWatch
   }
 };
 
-CollectionWatcher::CollectionWatcher(net::any_io_executor executor, ClusterConfig config,
+CollectionWatcher::CollectionWatcher(std::shared_ptr<ApiCredentials> credentials,
                                      WatchedCollection& collection,
                                      std::function<void(const WatchAction& action)> on_step,
                                      WatchOptions options)
-    : strand_(net::make_strand(std::move(executor))),
-      credentials_(strand_, std::move(config)),
+    : strand_(credentials->strand()),
+      credentials_(std::move(credentials)),
       collection_(collection),
       on_step_(std::move(on_step)),
       protocol_(options),
@@ -97,7 +97,7 @@ void CollectionWatcher::perform(WatchAction action) {
 }
 
 void CollectionWatcher::send(WatchAction action) {
-  credentials_.async_current(
+  credentials_->async_current(
       [this, action = std::move(action)](Expected<Credentials> credentials) mutable {
         if (stopped_) return;
         if (!credentials) {
@@ -105,7 +105,7 @@ void CollectionWatcher::send(WatchAction action) {
           perform(protocol_.transport_error());
           return;
         }
-        const ClusterConfig& config = credentials_.config();
+        const ClusterConfig& config = credentials_->config();
         const std::string target = collection_.target(action, protocol_.options());
         auto connection = open_connection(strand_, config, *credentials, http::verb::get, target);
         if (!connection) {
@@ -129,7 +129,7 @@ bool CollectionWatcher::failed(const std::shared_ptr<Request>& request,
                                const boost::system::error_code& ec, std::string_view what) {
   if (request->cancelled) return true;
   if (!ec) return false;
-  spdlog::warn("API server {}: {}: {}", credentials_.config().server.host, what, ec.message());
+  spdlog::warn("API server {}: {}: {}", credentials_->config().server.host, what, ec.message());
   current_.reset();
   perform(protocol_.transport_error());
   return true;
@@ -229,7 +229,7 @@ void CollectionWatcher::finish(const std::shared_ptr<Request>& request,
     }
     const std::string message = status_message(request->body);
     if (request->status == 401) {
-      credentials_.invalidate();
+      credentials_->invalidate();
       spdlog::error("API server refused the credentials (401 Unauthorized): {}", message);
     } else if (request->status == 410) {
       spdlog::info("API server: {}: resourceVersion expired (410 Gone): listing again",

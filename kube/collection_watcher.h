@@ -22,7 +22,8 @@
 // has no such API: no error, nothing more is asked).
 //
 // An exec credential plugin runs on a thread of its own, and the request
-// waits for its credential without holding an I/O thread.
+// waits for its credential without holding an I/O thread; watchers that
+// share their credentials share its runs.
 //
 // Lifetime: the watcher and its collection must outlive the io_context's
 // run(); stop() cancels the request in flight and the wait, after which
@@ -82,8 +83,9 @@ class WatchedCollection {
 
 class CollectionWatcher {
  public:
-  CollectionWatcher(boost::asio::any_io_executor executor, ClusterConfig config,
-                    WatchedCollection& collection,
+  // `credentials` may be shared with other watchers; the watcher runs on
+  // its strand.
+  CollectionWatcher(std::shared_ptr<ApiCredentials> credentials, WatchedCollection& collection,
                     std::function<void(const WatchAction& action)> on_step,
                     WatchOptions options = {});
   ~CollectionWatcher();
@@ -111,7 +113,7 @@ class CollectionWatcher {
   void finish(const std::shared_ptr<Request>& request, boost::system::error_code ec);
 
   boost::asio::strand<boost::asio::any_io_executor> strand_;
-  ApiCredentials credentials_;
+  std::shared_ptr<ApiCredentials> credentials_;
   WatchedCollection& collection_;
   std::function<void(const WatchAction& action)> on_step_;
   WatchProtocol protocol_;

@@ -11,11 +11,11 @@
 
 namespace cudagate::kube {
 
-NodeWatcher::NodeWatcher(boost::asio::any_io_executor executor, ClusterConfig config,
-                         NodeWatcherHandlers handlers, WatchOptions options)
+NodeWatcher::NodeWatcher(std::shared_ptr<ApiCredentials> credentials, NodeWatcherHandlers handlers,
+                         WatchOptions options)
     : handlers_(std::move(handlers)),
       nodes_(handlers_),
-      watcher_(std::move(executor), std::move(config), nodes_, handlers_.on_step, options) {}
+      watcher_(std::move(credentials), nodes_, handlers_.on_step, options) {}
 
 std::string NodeWatcher::Nodes::target(const WatchAction& action,
                                        const WatchOptions& options) const {

@@ -10,6 +10,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -35,8 +36,9 @@ struct NodeWatcherHandlers {
 
 class NodeWatcher {
  public:
-  NodeWatcher(boost::asio::any_io_executor executor, ClusterConfig config,
-              NodeWatcherHandlers handlers, WatchOptions options = {});
+  // `credentials` may be shared with other watchers (one strand for all).
+  NodeWatcher(std::shared_ptr<ApiCredentials> credentials, NodeWatcherHandlers handlers,
+              WatchOptions options = {});
 
   // Begins the first list. Call once.
   void start() { watcher_.start(); }

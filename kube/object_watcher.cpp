@@ -10,13 +10,12 @@
 
 namespace cudagate::kube {
 
-ObjectWatcher::ObjectWatcher(boost::asio::any_io_executor executor, ClusterConfig config,
-                             ApiCallId list, ApiCallId watch,
-                             std::span<const std::string_view> versions,
+ObjectWatcher::ObjectWatcher(std::shared_ptr<ApiCredentials> credentials, ApiCallId list,
+                             ApiCallId watch, std::span<const std::string_view> versions,
                              ObjectWatcherHandlers handlers, WatchOptions options)
     : handlers_(std::move(handlers)),
       objects_(list, watch, versions, handlers_),
-      watcher_(std::move(executor), std::move(config), objects_, handlers_.on_step, options) {}
+      watcher_(std::move(credentials), objects_, handlers_.on_step, options) {}
 
 ObjectWatcher::Objects::Objects(ApiCallId list, ApiCallId watch,
                                 std::span<const std::string_view> versions,

@@ -16,6 +16,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <span>
 #include <string>
@@ -49,9 +50,10 @@ class ObjectWatcher {
  public:
   // `list` and `watch` are rows of the API call table; `versions` (newest
   // first, e.g. kDraVersions) the versions to try, the rows' own if empty.
-  ObjectWatcher(boost::asio::any_io_executor executor, ClusterConfig config, ApiCallId list,
-                ApiCallId watch, std::span<const std::string_view> versions,
-                ObjectWatcherHandlers handlers, WatchOptions options = {});
+  // `credentials` may be shared with other watchers (one strand for all).
+  ObjectWatcher(std::shared_ptr<ApiCredentials> credentials, ApiCallId list, ApiCallId watch,
+                std::span<const std::string_view> versions, ObjectWatcherHandlers handlers,
+                WatchOptions options = {});
 
   void start() { watcher_.start(); }
   void stop() { watcher_.stop(); }

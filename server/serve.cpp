@@ -288,7 +288,10 @@ std::optional<Error> serve(const ServeSettings& settings) {
     kube::WatchOptions watch_options;
     // Replicas (and restarts) retry at different moments.
     watch_options.seed = std::random_device{}();
-    node_watcher.emplace(ioc.get_executor(), *settings.cluster, std::move(handlers), watch_options);
+    // One credential source (and one exec plugin run) for every watcher.
+    auto credentials = std::make_shared<kube::ApiCredentials>(net::make_strand(ioc.get_executor()),
+                                                              *settings.cluster);
+    node_watcher.emplace(credentials, std::move(handlers), watch_options);
 
     // Dynamic Resource Allocation: ResourceSlices as node facts, claims and
     // templates as what pods ask for; a cluster without the API runs without.
@@ -301,8 +304,7 @@ std::optional<Error> serve(const ServeSettings& settings) {
     };
     slices.on_step = on_step;
     slices.on_absent = [&] { sync.done(SyncGate::slices); };
-    slice_watcher.emplace(ioc.get_executor(), *settings.cluster,
-                          kube::ApiCallId::inventory_list_resourceslices,
+    slice_watcher.emplace(credentials, kube::ApiCallId::inventory_list_resourceslices,
                           kube::ApiCallId::inventory_watch_resourceslices, kube::kDraVersions,
                           std::move(slices), watch_options);
     const auto claim_handlers = [&](LiveClaims::Source source, SyncGate::Part part) {
@@ -318,14 +320,13 @@ std::optional<Error> serve(const ServeSettings& settings) {
       return out;
     };
     template_watcher.emplace(
-        ioc.get_executor(), *settings.cluster,
-        kube::ApiCallId::inventory_list_resourceclaimtemplates,
+        credentials, kube::ApiCallId::inventory_list_resourceclaimtemplates,
         kube::ApiCallId::inventory_watch_resourceclaimtemplates, kube::kDraVersions,
         claim_handlers(LiveClaims::Source::templates, SyncGate::templates), watch_options);
-    claim_watcher.emplace(
-        ioc.get_executor(), *settings.cluster, kube::ApiCallId::inventory_list_resourceclaims,
-        kube::ApiCallId::inventory_watch_resourceclaims, kube::kDraVersions,
-        claim_handlers(LiveClaims::Source::claims, SyncGate::claims), watch_options);
+    claim_watcher.emplace(credentials, kube::ApiCallId::inventory_list_resourceclaims,
+                          kube::ApiCallId::inventory_watch_resourceclaims, kube::kDraVersions,
+                          claim_handlers(LiveClaims::Source::claims, SyncGate::claims),
+                          watch_options);
   }
 
   std::vector<std::string> tls_paths{tls_files.cert, tls_files.key};

@@ -307,7 +307,9 @@ class KubeTestCase(unittest.TestCase):
         return ["tokenFile: token"], path
 
     def watches(self):
-        return self.api.requests_where(lambda r: r["query"].get("watch") == "1")
+        """The Node watches (the ResourceSlice and claim watches are the DRA tests')."""
+        return self.api.requests_where(
+            lambda r: r["path"] == "/api/v1/nodes" and r["query"].get("watch") == "1")
 
     def lists(self):
         return self.api.requests_where(
