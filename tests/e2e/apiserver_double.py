@@ -353,9 +353,10 @@ class ApiServerDouble:
             self.drop_generation += 1
             self.lock.notify_all()
 
-    def fail(self, status, count=1, retry_after=None):
+    def fail(self, status, count=1, retry_after=None, path=None):
+        """The next `count` requests (of `path` only, when given) answered `status`."""
         with self.lock:
-            self.fail_next += [(status, retry_after)] * count
+            self.fail_next += [(status, retry_after, path)] * count
 
     def put_object(self, obj):
         """Adds or replaces a workload or report (by its kind)."""
@@ -429,7 +430,12 @@ class ApiServerDouble:
             record["body"] = body.decode(errors="replace")
         with self.lock:
             self.requests.append(record)
-            failure = self.fail_next.pop(0) if self.fail_next and ok else None
+            failure = None
+            if ok:
+                for i, (status, retry_after, path) in enumerate(self.fail_next):
+                    if path is None or path == parsed.path:
+                        failure = self.fail_next.pop(i)[:2]
+                        break
         if not ok:
             record["status"] = 401
             return self._send_json(handler, 401, status_body(401, "Unauthorized", "Unauthorized"))

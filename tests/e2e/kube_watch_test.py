@@ -444,7 +444,7 @@ class ListAndWatchTest(KubeTestCase):
         self.assertEqual(after["candidates"], str(expected))
 
     def test_429_retry_after_is_honoured(self):
-        self.api.fail(429, count=1, retry_after=2)
+        self.api.fail(429, count=1, retry_after=2, path="/api/v1/nodes")
         user, _ = self.token_user()
         webhook = self.webhook(user)
         first, second = self.lists()[:2]
