@@ -273,10 +273,9 @@ TEST_F(LiveSlicesTest, SlicesPatchTheirNodesAndNodeEventsKeepTheDevices) {
   live_.apply({upsert(relabelled)});
   settle();
   EXPECT_EQ(device_cuda(*published_.back().inventory, "a"), "12.4.0");
-  EXPECT_NE(published_.back()
-                .inventory->node(*published_.back().inventory->index_of("a"))
-                .label("example.com/rack"),
-            nullptr);
+  const Inventory& now = *published_.back().inventory;
+  const Node read = now.node(*now.index_of("a"));
+  EXPECT_NE(read.label("example.com/rack"), nullptr);
 
   // The slice deleted: no devices.
   live_.apply_slices({{SliceChange::Kind::remove, "a-gpu.nvidia.com-x1", {}}});
