@@ -269,7 +269,7 @@ TEST_F(LiveSlicesTest, SlicesPatchTheirNodesAndNodeEventsKeepTheDevices) {
 
   // A Node event (a new label) keeps the node's devices.
   Node relabelled = plain_node("a");
-  relabelled.labels.push_back({"example.com/rack", "r7"});
+  relabelled.labels.insert(relabelled.labels.begin(), {"example.com/rack", "r7"});  // sorted
   live_.apply({upsert(relabelled)});
   settle();
   EXPECT_EQ(device_cuda(*published_.back().inventory, "a"), "12.4.0");
