@@ -75,7 +75,7 @@ std::string describe(const Inventory& inv) {
   spec.tolerations = {Toleration{"", "Exists", "", ""}};
   j["tolerating"] = inv.candidates(spec).count();
   spec.node_selector = {{"kubernetes.io/os", "linux"}};
-  spec.containers = {ContainerSpec{"c", "", false, {}, {{"nvidia.com/gpu", 4}}}};
+  spec.containers = {ContainerSpec{"c", "", false, {}, {{"nvidia.com/gpu", 4}}, {}}};
   j["four-gpus"] = inv.candidates(spec).count();
   return j.dump();
 }
