@@ -248,6 +248,7 @@ void CollectionWatcher::finish(const std::shared_ptr<Request>& request,
           break;
       }
     } else {
+      if (list) collection_.on_refused(request->status);
       spdlog::warn("API server answered {} {} of {}: {}", request->status,
                    list ? "a list" : "a watch", collection_.name(), message);
     }

@@ -76,6 +76,10 @@ class WatchedCollection {
   // The events read since the last flush, handed on in order.
   virtual void flush_events() = 0;
 
+  // The server refused a list with `status` (not 404, 410); retried after
+  // a wait in any case.
+  virtual void on_refused(int status) { (void)status; }
+
   enum class NotFound : unsigned char { retry, relist, absent };
   // The server answered 404 to a list or watch.
   [[nodiscard]] virtual NotFound on_not_found() { return NotFound::retry; }

@@ -72,6 +72,17 @@ void ObjectWatcher::Objects::flush_events() {
   if (!changes_.empty() && handlers_.on_changes) handlers_.on_changes(std::exchange(changes_, {}));
 }
 
+void ObjectWatcher::Objects::on_refused(int status) {
+  if (status != 403 || forbidden_told_) return;
+  forbidden_told_ = true;
+  const ApiCall& call = api_call(list_);
+  spdlog::error(
+      "API server forbids listing {} of {} (403): running without them until it allows it; "
+      "the ClusterRole needs list and watch on them (cudagate api-calls)",
+      call.resource, call.group);
+  if (handlers_.on_absent) handlers_.on_absent();
+}
+
 WatchedCollection::NotFound ObjectWatcher::Objects::on_not_found() {
   const ApiCall& call = api_call(list_);
   if (at_ + 1 < versions_.size()) {

@@ -42,7 +42,10 @@ struct ObjectWatcherHandlers {
   std::function<void(std::vector<nlohmann::json> items, bool first, bool last)> on_page;
   std::function<void(std::vector<ObjectChange> changes)> on_changes;
   std::function<void(const WatchAction& action)> on_step;
-  // No version of the collection is served; nothing more will come.
+  // No version of the collection is served; nothing more will come. Also
+  // called, once, when a list is forbidden (403: the ClusterRole lacks the
+  // collection), so that the server does not wait for it to be ready; the
+  // list is still retried, and its objects count once it is allowed.
   std::function<void()> on_absent;
 };
 
@@ -71,6 +74,7 @@ class ObjectWatcher {
     [[nodiscard]] Expected<EventEnvelope> read_event(std::string_view text) override;
     void flush_events() override;
     [[nodiscard]] NotFound on_not_found() override;
+    void on_refused(int status) override;
 
    private:
     [[nodiscard]] std::string_view version() const;
@@ -78,6 +82,7 @@ class ObjectWatcher {
     ApiCallId watch_;
     std::vector<std::string_view> versions_;
     std::size_t at_ = 0;  // the version asked for
+    bool forbidden_told_ = false;
     ObjectWatcherHandlers& handlers_;
     std::vector<nlohmann::json> page_;
     std::vector<ObjectChange> changes_;

@@ -312,6 +312,18 @@ class DraLiveTest(DraTestCase):
         webhook.wait_dra_verdict(dra_review_pod("a100"), "fail", "the A100 template judged")
 
 
+class ForbiddenTest(DraTestCase):
+    def test_a_forbidden_list_does_not_hold_readiness(self):
+        # A ClusterRole of an older release: no resource.k8s.io.
+        self.put_fleet(A100_NODES)
+        self.put_claims()
+        self.api.fail(403, count=3, path="/apis/resource.k8s.io/v1/resourceslices")
+        webhook = self.webhook()  # ready though the slices are refused
+        self.assertTrue(webhook.log_has("forbids listing resourceslices"), webhook.log_tail())
+        # Retried: once allowed, the slices count.
+        webhook.wait_dra_verdict(dra_review_pod(), "fail", "the slices listed once allowed")
+
+
 class WithoutDraTest(DraTestCase):
     dra_versions = ()
 
