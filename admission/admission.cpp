@@ -218,7 +218,10 @@ AdmissionResponse admit(const ReviewRequest<V>& req, RequestDocument& document,
     out.decision = std::string(to_string(e.action));
     return respond(e, nullptr);
   }
-  if (gpu_containers(*workload, context.policy).empty()) {
+  // A pod that names claims is evaluate()'s to judge: one that names a
+  // claim cudagate does not know is unknown, never skipped here.
+  if (workload->spec.resource_claims.empty() &&
+      gpu_containers(*workload, context.policy, context.claims).empty()) {
     out.verdict = std::string(to_string(Verdict::skip));
     return AdmissionResponse::allowed();
   }
@@ -228,7 +231,7 @@ AdmissionResponse admit(const ReviewRequest<V>& req, RequestDocument& document,
   RegistryFacts registry_facts;
   if (context.images != nullptr && context.policy.registry.enabled) {
     std::string platform;
-    for (const ContainerSpec* c : gpu_containers(*workload, context.policy)) {
+    for (const ContainerSpec* c : gpu_containers(*workload, context.policy, context.claims)) {
       if (c->image.empty() || context.policy.catalog_entry(c->image) != nullptr) continue;
       if (platform.empty()) {
         platform = registry_platform(workload->spec, context.fleet_platform, context.policy);
@@ -257,6 +260,7 @@ AdmissionResponse admit(const ReviewRequest<V>& req, RequestDocument& document,
   inputs.registry = registry_facts.empty() ? nullptr : &registry_facts;
   inputs.scratch = &scratch;
   inputs.memo = &memo;
+  inputs.claims = context.claims;
   auto decision = evaluate(*workload, context.inventory, context.policy, context.db, inputs);
   if (!decision) {
     out.verdict = std::string(to_string(Verdict::unknown));

@@ -16,6 +16,7 @@
 #include "admission/padded_text.h"
 #include "compat-db/compat_db.h"
 #include "policy/decision.h"
+#include "policy/dra.h"
 #include "policy/inventory.h"
 #include "policy/metadata.h"
 #include "policy/pod.h"
@@ -56,6 +57,9 @@ struct AdmissionContext {
   // The platform ("linux/arm64") of every GPU node of the inventory when
   // they share one; "" otherwise. See registry_platform().
   std::string_view fleet_platform{};
+  // May be null (none known): the ResourceClaims and ResourceClaimTemplates
+  // that pods name in spec.resourceClaims (Dynamic Resource Allocation).
+  const ClaimCatalog* claims = nullptr;
 };
 
 // The platform whose config a pod's images are read for: the one its

@@ -61,16 +61,36 @@ ManifestInputs read_cluster(kube::BlockingApiClient& client, const std::string& 
   in.broken = std::move(stream.broken);
   in.skipped = stream.skipped;
   in.controlled = drop_controlled(in.workloads);
+  kube::ClaimListing claims = value_or_fail(kube::list_cluster_claims(client, namespace_));
+  for (const Error& skipped : claims.skipped) spdlog::warn("claim left out: {}", skipped.str());
+  for (ClaimSpec& claim : claims.claims) in.claims.add(std::move(claim));
   spdlog::debug("cluster: {} workloads, {} reported as their controller, {} unreadable",
                 in.workloads.size(), in.controlled, in.broken.size());
   return in;
 }
 
 Inventory cluster_inventory(kube::BlockingApiClient& client, const CompatDb& db) {
-  const kube::NodeListing listing =
+  kube::NodeListing listing =
       value_or_fail(kube::list_cluster_nodes(client, kube::ApiCallId::cluster_list_nodes));
   for (const Error& skipped : listing.skipped) spdlog::warn("node left out: {}", skipped.str());
-  return Inventory::build(listing.nodes, db);
+  // Dynamic Resource Allocation: the listed nodes' devices from their ResourceSlices.
+  const kube::SliceListing slices = value_or_fail(kube::list_cluster_slices(client));
+  for (const Error& skipped : slices.skipped) {
+    spdlog::warn("ResourceSlice left out: {}", skipped.str());
+  }
+  std::vector<Node> nodes = std::move(listing.nodes);
+  if (!slices.slices.empty()) {
+    auto kinds = device_kinds_by_node(slices.slices);
+    for (Node& node : nodes) {
+      if (auto it = kinds.find(node.name); it != kinds.end()) {
+        attach_devices(node, std::move(it->second));
+      }
+    }
+  }
+  spdlog::debug("cluster: {} nodes, {} ResourceSlices{}", nodes.size(), slices.slices.size(),
+                slices.version.empty() ? " (no resource.k8s.io API)"
+                                       : " (resource.k8s.io/" + slices.version + ")");
+  return Inventory::build(nodes, db);
 }
 
 }  // namespace

@@ -299,7 +299,7 @@ ExplainInputs read_cluster(const ExplainOptions& options, const CompatDb& db) {
   in.report = cli::value_or_fail(pod_report_from_json(in.pod, in.pod_where));
   std::optional<Error> bad;
   const auto failed =
-      client.list(kube::ApiCallId::explain_list_events, kube::ListOptions{ns, ""},
+      client.list(kube::ApiCallId::explain_list_events, kube::ListOptions{ns, "", ""},
                   [&](const nlohmann::json& page, bool first) {
                     if (first) in.events.clear();
                     if (bad) return;

@@ -15,6 +15,12 @@
 //   audit-cluster     audit --cluster (the CLI, with the user's kubeconfig)
 //   explain           explain pod NAME (the CLI): the pod, its events, the nodes
 //
+// Dynamic Resource Allocation (resource.k8s.io) rows name the version
+// cudagate prefers, v1; a cluster that serves only an older version of
+// the group (1.32-1.33: v1beta2, v1beta1) is asked for that one instead
+// (kDraVersions, ApiCall::at_version), and RBAC, which names groups and
+// resources and not versions, grants them all alike.
+//
 // A new call is a new ApiCallId and a new row, at the same index.
 
 #include <array>
@@ -42,7 +48,17 @@ struct ApiCall {
   [[nodiscard]] std::string object_path(std::string_view namespace_, std::string_view name) const;
   // "apps/v1" or "v1", as objects' apiVersion says it.
   [[nodiscard]] std::string api_version() const;
+  // The same call at another version of its group ("" = this one).
+  [[nodiscard]] constexpr ApiCall at_version(std::string_view other) const {
+    ApiCall out = *this;
+    if (!other.empty()) out.version = other;
+    return out;
+  }
 };
+
+// The versions of resource.k8s.io cudagate reads, newest first: each is
+// tried when the server answers 404 for the one before.
+inline constexpr std::array<std::string_view, 3> kDraVersions{"v1", "v1beta2", "v1beta1"};
 
 enum class ApiCallId : unsigned char {
   inventory_list_nodes,
@@ -71,6 +87,15 @@ enum class ApiCallId : unsigned char {
   explain_get_pod,
   explain_list_events,
   explain_list_nodes,
+  inventory_list_resourceslices,
+  inventory_watch_resourceslices,
+  inventory_list_resourceclaimtemplates,
+  inventory_watch_resourceclaimtemplates,
+  inventory_list_resourceclaims,
+  inventory_watch_resourceclaims,
+  cluster_list_resourceslices,
+  cluster_list_resourceclaimtemplates,
+  cluster_list_resourceclaims,
   count_  // not a call
 };
 
@@ -102,6 +127,18 @@ inline constexpr std::array<ApiCall, static_cast<std::size_t>(ApiCallId::count_)
     {"get", "", "v1", "pods", "Pod", true, "explain"},
     {"list", "", "v1", "events", "Event", true, "explain"},
     {"list", "", "v1", "nodes", "Node", false, "explain"},
+    {"list", "resource.k8s.io", "v1", "resourceslices", "ResourceSlice", false, "inventory"},
+    {"watch", "resource.k8s.io", "v1", "resourceslices", "ResourceSlice", false, "inventory"},
+    {"list", "resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", true,
+     "inventory"},
+    {"watch", "resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", true,
+     "inventory"},
+    {"list", "resource.k8s.io", "v1", "resourceclaims", "ResourceClaim", true, "inventory"},
+    {"watch", "resource.k8s.io", "v1", "resourceclaims", "ResourceClaim", true, "inventory"},
+    {"list", "resource.k8s.io", "v1", "resourceslices", "ResourceSlice", false, "audit-cluster"},
+    {"list", "resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", true,
+     "audit-cluster"},
+    {"list", "resource.k8s.io", "v1", "resourceclaims", "ResourceClaim", true, "audit-cluster"},
 }};
 
 [[nodiscard]] constexpr const ApiCall& api_call(ApiCallId id) {

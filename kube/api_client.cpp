@@ -58,9 +58,15 @@ std::string query_escape(std::string_view value) {
   return out;
 }
 
+bool is_not_found(const Error& error) {
+  // Errors of an answered request carry status_text(): "404 Not Found: ...".
+  return error.message.starts_with("404 ");
+}
+
 std::string list_target(ApiCallId call, const ListOptions& options, unsigned page_size,
                         std::string_view continue_token) {
-  std::string target = api_call(call).collection_path(options.namespace_);
+  std::string target =
+      api_call(call).at_version(options.version).collection_path(options.namespace_);
   target += "?limit=" + std::to_string(page_size);
   if (!options.label_selector.empty()) {
     target += "&labelSelector=" + query_escape(options.label_selector);
@@ -296,7 +302,7 @@ void ApiClient::State::list_step(const std::shared_ptr<State>& state,
     if (response->status != 200) return listing->done(Error{where, status_text(*response)});
     auto page = json_body(*response, where);
     if (!page) return listing->done(page.error());
-    const ApiCall& c = api_call(listing->call);
+    const ApiCall c = api_call(listing->call).at_version(listing->options.version);
     std::string token;
     if (auto meta = page->find("metadata"); meta != page->end() && meta->is_object()) {
       if (auto it = meta->find("continue"); it != meta->end() && it->is_string()) {

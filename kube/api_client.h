@@ -55,7 +55,13 @@ struct ApiClientOptions {
 struct ListOptions {
   std::string namespace_;  // "" = every namespace (or a cluster-scoped collection)
   std::string label_selector;
+  // Another version of the call's group ("" = the row's; see kDraVersions).
+  std::string version;
 };
+
+// Whether a request failed because the server has no such collection or
+// object (404 Not Found): for a collection, an API the cluster does not serve.
+[[nodiscard]] bool is_not_found(const Error& error);
 
 // The server's answer to one request, whatever its status.
 struct ApiResponse {

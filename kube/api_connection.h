@@ -24,6 +24,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "kube/cluster_config.h"
 #include "kube/credentials.h"
@@ -72,6 +73,8 @@ void send_request(const std::shared_ptr<ApiConnection>& connection, const Cluste
 
 // Credentials for an asynchronous client: current() now, or after running
 // an exec plugin on a thread of its own; `handler` is called on `strand`.
+// Clients on one strand may share one (the server's watchers do): callers
+// that ask while the plugin runs wait for that run, which runs once.
 class ApiCredentials {
  public:
   ApiCredentials(boost::asio::strand<boost::asio::any_io_executor> strand, ClusterConfig config);
@@ -85,11 +88,16 @@ class ApiCredentials {
   // The server refused them (401); call on the strand.
   void invalidate() { source_.invalidate(); }
   [[nodiscard]] const ClusterConfig& config() const { return source_.config(); }
+  [[nodiscard]] const boost::asio::strand<boost::asio::any_io_executor>& strand() const {
+    return strand_;
+  }
 
  private:
   boost::asio::strand<boost::asio::any_io_executor> strand_;
   CredentialSource source_;
   std::thread exec_thread_;
+  // On the strand: the callers waiting for the plugin's run in flight.
+  std::vector<std::function<void(Expected<Credentials>)>> waiting_;
 };
 
 [[nodiscard]] std::int64_t unix_now();

@@ -1,6 +1,7 @@
 // Workloads and Nodes from list pages, by the mappings files are read with.
 #include "kube/cluster_workloads.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "policy/json_view.h"
@@ -89,6 +90,113 @@ Expected<NodeListing> list_cluster_nodes(BlockingApiClient& client, ApiCallId ca
     read_node_page(page, out.nodes, out.skipped);
   });
   if (error) return *error;
+  return out;
+}
+
+namespace {
+
+const nlohmann::json* member(const nlohmann::json& object, const char* key) {
+  if (!object.is_object()) return nullptr;
+  const auto it = object.find(key);
+  return it != object.end() ? &*it : nullptr;
+}
+
+// A list of `call`'s collection at the newest version the server serves:
+// the version listed, "" when none is served.
+Expected<std::string> list_dra(BlockingApiClient& client, ApiCallId call,
+                               const std::string& namespace_, const ListPageHandler& on_page) {
+  for (const std::string_view version : kDraVersions) {
+    ListOptions options;
+    options.namespace_ = namespace_;
+    options.version = std::string(version);
+    auto error = client.list(call, options, on_page);
+    if (!error) return std::string(version);
+    if (!is_not_found(*error)) return *error;
+  }
+  return std::string();
+}
+
+}  // namespace
+
+bool made_for_pod(const nlohmann::json& claim) {
+  const nlohmann::json* meta = member(claim, "metadata");
+  if (meta == nullptr) return false;
+  if (const nlohmann::json* annotations = member(*meta, "annotations");
+      annotations != nullptr && member(*annotations, "resource.kubernetes.io/pod-claim-name")) {
+    return true;
+  }
+  const nlohmann::json* owners = member(*meta, "ownerReferences");
+  if (owners == nullptr || !owners->is_array()) return false;
+  return std::any_of(owners->begin(), owners->end(), [](const nlohmann::json& owner) {
+    const nlohmann::json* kind = member(owner, "kind");
+    const nlohmann::json* api_version = member(owner, "apiVersion");
+    return kind != nullptr && *kind == "Pod" && api_version != nullptr && *api_version == "v1";
+  });
+}
+
+Expected<std::optional<ClaimSpec>> read_claim_object(const nlohmann::json& object) {
+  if (made_for_pod(object)) return std::optional<ClaimSpec>();
+  const nlohmann::json* kind = member(object, "kind");
+  std::string where = kind != nullptr && kind->is_string() ? kind->get<std::string>() : "object";
+  if (const nlohmann::json* meta = member(object, "metadata")) {
+    const nlohmann::json* ns = member(*meta, "namespace");
+    const nlohmann::json* name = member(*meta, "name");
+    where += " ";
+    if (ns != nullptr && ns->is_string()) where += ns->get<std::string>() + "/";
+    where += name != nullptr && name->is_string() ? name->get<std::string>() : "?";
+  }
+  auto claim = claim_from_json(object, where);
+  if (!claim) return claim.error();
+  return std::optional<ClaimSpec>(std::move(*claim));
+}
+
+Expected<SliceListing> list_cluster_slices(BlockingApiClient& client) {
+  SliceListing out;
+  const ApiCall& c = api_call(ApiCallId::cluster_list_resourceslices);
+  auto version = list_dra(client, ApiCallId::cluster_list_resourceslices, "",
+                          [&](nlohmann::json page, bool first) {
+                            if (first) out = SliceListing{};
+                            const nlohmann::json* items = items_of(page);
+                            if (items == nullptr) return;
+                            for (const nlohmann::json& item : *items) {
+                              auto slice = resource_slice_from_json(item, item_name(c, item));
+                              if (slice) {
+                                out.slices.push_back(std::move(*slice));
+                              } else {
+                                out.skipped.push_back(slice.error());
+                              }
+                            }
+                          });
+  if (!version) return version.error();
+  out.version = std::move(*version);
+  return out;
+}
+
+Expected<ClaimListing> list_cluster_claims(BlockingApiClient& client,
+                                           const std::string& namespace_) {
+  ClaimListing out;
+  for (const ApiCallId call :
+       {ApiCallId::cluster_list_resourceclaimtemplates, ApiCallId::cluster_list_resourceclaims}) {
+    const std::size_t claims_before = out.claims.size();
+    const std::size_t skipped_before = out.skipped.size();
+    auto version = list_dra(client, call, namespace_, [&](nlohmann::json page, bool first) {
+      if (first) {
+        out.claims.resize(claims_before);
+        out.skipped.resize(skipped_before);
+      }
+      const nlohmann::json* items = items_of(page);
+      if (items == nullptr) return;
+      for (const nlohmann::json& item : *items) {
+        auto claim = read_claim_object(item);
+        if (!claim) {
+          out.skipped.push_back(claim.error());
+        } else if (*claim) {
+          out.claims.push_back(std::move(**claim));
+        }
+      }
+    });
+    if (!version) return version.error();
+  }
   return out;
 }
 

@@ -12,12 +12,14 @@
 
 #include <cstddef>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "kube/api_calls.h"
 #include "kube/api_client.h"
+#include "policy/dra.h"
 #include "policy/node.h"
 #include "policy/workload_stream.h"
 #include "types/expected.h"
@@ -48,5 +50,36 @@ struct NodeListing {
   std::vector<Error> skipped;
 };
 [[nodiscard]] Expected<NodeListing> list_cluster_nodes(BlockingApiClient& client, ApiCallId call);
+
+// Dynamic Resource Allocation (resource.k8s.io), each collection listed at
+// the newest of kDraVersions the server serves; a cluster that serves none
+// (404 for each) has none, which is no error.
+
+// Whether a ResourceClaim object was made for one pod from its template
+// (owned by a Pod, or annotated resource.kubernetes.io/pod-claim-name): no
+// pod names it (the pod names the template), and there is one per pod.
+[[nodiscard]] bool made_for_pod(const nlohmann::json& claim);
+
+// The claim or template of one object (kind and apiVersion filled in), or
+// nullopt for a claim made for a pod; an Error names the object
+// ("ResourceClaimTemplate ml/one-gpu: spec.spec.devices: ...").
+[[nodiscard]] Expected<std::optional<ClaimSpec>> read_claim_object(const nlohmann::json& object);
+
+// Every ResourceSlice of the cluster; unreadable ones go to `skipped`.
+struct SliceListing {
+  std::vector<ResourceSlice> slices;
+  std::vector<Error> skipped;
+  std::string version;  // the version read, "" when the cluster serves none
+};
+[[nodiscard]] Expected<SliceListing> list_cluster_slices(BlockingApiClient& client);
+
+// Every ResourceClaimTemplate and ResourceClaim (of `namespace_` only
+// unless it is empty), without the claims made for pods.
+struct ClaimListing {
+  std::vector<ClaimSpec> claims;
+  std::vector<Error> skipped;
+};
+[[nodiscard]] Expected<ClaimListing> list_cluster_claims(BlockingApiClient& client,
+                                                         const std::string& namespace_);
 
 }  // namespace cudagate::kube

@@ -53,41 +53,16 @@ Expected<NodePage> parse_node_page(std::string_view text) {
 }
 
 Expected<WatchEvent> parse_watch_event(std::string_view text) {
-  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) {
-    return Error{"watch event", "not a JSON object"};
-  }
-  const std::string type = string_member(doc, "type");
-  const json* object = object_member(doc, "object");
-  if (object == nullptr) return Error{"watch event: object", "is required"};
+  auto envelope = parse_event_envelope(text);
+  if (!envelope) return envelope.error();
   WatchEvent event;
-  if (type == "ADDED") {
-    event.type = WatchEvent::Type::added;
-  } else if (type == "MODIFIED") {
-    event.type = WatchEvent::Type::modified;
-  } else if (type == "DELETED") {
-    event.type = WatchEvent::Type::deleted;
-  } else if (type == "BOOKMARK") {
-    event.type = WatchEvent::Type::bookmark;
-  } else if (type == "ERROR") {
-    event.type = WatchEvent::Type::error;
-    if (const auto code = object->find("code"); code != object->end() && code->is_number()) {
-      event.code = code->get<int>();
-    }
-    event.message = string_member(*object, "message");
-    return event;
-  } else {
-    return Error{"watch event: type",
-                 "expected ADDED, MODIFIED, DELETED, BOOKMARK or ERROR, got \"" + type + "\""};
-  }
-  if (const json* metadata = object_member(*object, "metadata")) {
-    event.resource_version = string_member(*metadata, "resourceVersion");
-    event.name = string_member(*metadata, "name");
-  }
-  if (event.type == WatchEvent::Type::bookmark) return event;
-  if (event.name.empty()) return Error{"watch event: object.metadata.name", "is required"};
+  event.type = envelope->type;
+  event.resource_version = std::move(envelope->resource_version);
+  event.name = std::move(envelope->name);
+  event.code = envelope->code;
+  event.message = std::move(envelope->message);
   if (event.type == WatchEvent::Type::added || event.type == WatchEvent::Type::modified) {
-    auto node = node_from_json(*object, "object");
+    auto node = node_from_json(envelope->object, "object");
     if (node) {
       event.node = std::move(*node);
     } else {

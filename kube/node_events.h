@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kube/object_events.h"
 #include "policy/node.h"
 #include "types/expected.h"
 
@@ -29,7 +30,7 @@ struct NodePage {
 [[nodiscard]] Expected<NodePage> parse_node_page(std::string_view text);
 
 struct WatchEvent {
-  enum class Type : unsigned char { added, modified, deleted, bookmark, error };
+  using Type = EventEnvelope::Type;
   Type type = Type::added;
   std::string resource_version;     // object.metadata.resourceVersion
   std::string name;                 // object.metadata.name (not for bookmark, error)

@@ -1,282 +1,66 @@
-// Performing the list-and-watch protocol over HTTPS with Boost.Beast: one
-// connection a request, the watch body read as it arrives.
+// The Node collection of the inventory: NodeList pages and Node watch
+// events read into Nodes and NodeChanges.
 #include "kube/node_watcher.h"
 
-#include <openssl/ssl.h>
 #include <spdlog/spdlog.h>
 
-#include <array>
-#include <boost/asio/connect.hpp>
-#include <boost/asio/ip/address.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/ssl.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <boost/beast/ssl.hpp>
-#include <chrono>
-#include <exception>
-#include <optional>
-#include <thread>
 #include <utility>
 
 #include "kube/api_calls.h"
-#include "kube/event_stream.h"
 #include "kube/node_events.h"
 
 namespace cudagate::kube {
-namespace {
 
-namespace net = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-using std::chrono::seconds;
+NodeWatcher::NodeWatcher(std::shared_ptr<ApiCredentials> credentials, NodeWatcherHandlers handlers,
+                         WatchOptions options)
+    : handlers_(std::move(handlers)),
+      nodes_(handlers_),
+      watcher_(std::move(credentials), nodes_, handlers_.on_step, options) {}
 
-constexpr seconds kListReadTimeout{120};
-constexpr std::size_t kMaxListPage = std::size_t{1} << 30;
-constexpr std::size_t kMaxErrorBody = std::size_t{64} * 1024;
-
-}  // namespace
-
-struct NodeWatcher::Request : std::enable_shared_from_this<NodeWatcher::Request> {
-  WatchAction action;
-  std::shared_ptr<ApiConnection> connection;
-  http::response_parser<http::buffer_body> parser;
-  std::array<char, std::size_t{64} * 1024> chunk{};
-  std::string body;  // a list page, or an error's body
-  EventStream events;
-  int status = 0;
-  std::optional<seconds> retry_after;
-  bool cancelled = false;
-
-  void cancel() {
-    cancelled = true;
-    if (connection) connection->cancel();
-  }
-};
-
-NodeWatcher::NodeWatcher(const net::any_io_executor& executor, ClusterConfig config,
-                         NodeWatcherHandlers handlers, WatchOptions options)
-    : strand_(net::make_strand(executor)),
-      credentials_(strand_, std::move(config)),
-      handlers_(std::move(handlers)),
-      protocol_(options),
-      wait_timer_(strand_) {}
-
-NodeWatcher::~NodeWatcher() = default;
-
-void NodeWatcher::start() {
-  net::post(strand_, [this] { perform(protocol_.start()); });
+std::string NodeWatcher::Nodes::target(const WatchAction& action,
+                                       const WatchOptions& options) const {
+  const ApiCall& call =
+      api_call(action.kind == WatchAction::Kind::watch ? ApiCallId::inventory_watch_nodes
+                                                       : ApiCallId::inventory_list_nodes);
+  return action.target(call.collection_path(""), options);
 }
 
-void NodeWatcher::stop() {
-  net::post(strand_, [this] {
-    stopped_ = true;
-    wait_timer_.cancel();
-    if (current_) {
-      current_->cancel();
-      current_.reset();
-    }
-  });
-}
-
-void NodeWatcher::perform(WatchAction action) {
-  if (stopped_) return;
-  if (handlers_.on_step) handlers_.on_step(action);
-  if (action.kind == WatchAction::Kind::wait) {
-    wait_timer_.expires_after(action.delay);
-    wait_timer_.async_wait([this](const boost::system::error_code& ec) {
-      if (ec || stopped_) return;
-      perform(protocol_.resume());
-    });
-    return;
-  }
-
-  send(std::move(action));
-}
-
-void NodeWatcher::send(WatchAction action) {
-  credentials_.async_current(
-      [this, action = std::move(action)](Expected<Credentials> credentials) mutable {
-        if (stopped_) return;
-        if (!credentials) {
-          spdlog::error("{}", credentials.error().str());
-          perform(protocol_.transport_error());
-          return;
-        }
-        const ClusterConfig& config = credentials_.config();
-        const ApiCall& call =
-            api_call(action.kind == WatchAction::Kind::watch ? ApiCallId::inventory_watch_nodes
-                                                             : ApiCallId::inventory_list_nodes);
-        const std::string target = action.target(call.collection_path(""), protocol_.options());
-        auto connection = open_connection(strand_, config, *credentials, http::verb::get, target);
-        if (!connection) {
-          spdlog::error("{}", connection.error().str());
-          perform(protocol_.transport_error());
-          return;
-        }
-        auto request = std::make_shared<Request>();
-        request->action = std::move(action);
-        request->connection = std::move(*connection);
-        current_ = request;
-        send_request(request->connection, config,
-                     [this, request](const boost::system::error_code& ec, std::string_view what) {
-                       if (failed(request, ec, what)) return;
-                       read_header(request);
-                     });
-      });
-}
-
-bool NodeWatcher::failed(const std::shared_ptr<Request>& request,
-                         const boost::system::error_code& ec, std::string_view what) {
-  if (request->cancelled) return true;
-  if (!ec) return false;
-  spdlog::warn("API server {}: {}: {}", credentials_.config().server.host, what, ec.message());
-  current_.reset();
-  perform(protocol_.transport_error());
-  return true;
-}
-
-void NodeWatcher::read_header(const std::shared_ptr<Request>& request) {
-  beast::get_lowest_layer(request->connection->stream).expires_after(kConnectTimeout);
-  request->parser.body_limit(request->action.kind == WatchAction::Kind::list
-                                 ? boost::optional<std::uint64_t>(kMaxListPage)
-                                 : boost::none);
-  http::async_read_header(request->connection->stream, request->connection->buffer, request->parser,
-                          [this, request](const boost::system::error_code& ec, std::size_t) {
-                            if (request->cancelled) return;
-                            if (ec) {
-                              spdlog::warn("API server: no response: {}", ec.message());
-                              current_.reset();
-                              perform(protocol_.transport_error());
-                              return;
-                            }
-                            const auto& header = request->parser.get();
-                            request->status = static_cast<int>(header.result_int());
-                            request->retry_after = retry_after(header.base());
-                            read_body(request);
-                          });
-}
-
-void NodeWatcher::read_body(const std::shared_ptr<Request>& request) {
-  const bool watching = request->status == 200 && request->action.kind == WatchAction::Kind::watch;
-  beast::get_lowest_layer(request->connection->stream)
-      .expires_after(watching ? protocol_.options().watch_timeout + seconds(30) : kListReadTimeout);
-  auto& body = request->parser.get().body();
-  body.data = request->chunk.data();
-  body.size = request->chunk.size();
-  http::async_read_some(
-      request->connection->stream, request->connection->buffer, request->parser,
-      [this, request, watching](boost::system::error_code ec, std::size_t) {
-        if (request->cancelled) return;
-        if (ec == http::error::need_buffer) ec = {};
-        const std::size_t got = request->chunk.size() - request->parser.get().body().size;
-        const std::string_view bytes(request->chunk.data(), got);
-        if (!ec && got > 0) {
-          if (watching) {
-            if (!deliver_events(request, bytes)) return;
-          } else if (request->status != 200 && request->body.size() + got > kMaxErrorBody) {
-            // Enough of an error body to say what it was.
-          } else {
-            request->body.append(bytes);
-          }
-        }
-        if (ec || request->parser.is_done()) {
-          current_.reset();
-          finish(request, ec);
-          return;
-        }
-        read_body(request);
-      });
-}
-
-bool NodeWatcher::deliver_events(const std::shared_ptr<Request>& request, std::string_view bytes) {
-  auto objects = request->events.feed(bytes);
-  if (!objects) {
-    spdlog::warn("API server: unreadable watch stream: {}", objects.error().str());
-    request->cancel();
-    current_.reset();
-    perform(protocol_.transport_error());
-    return false;
-  }
-  std::vector<NodeChange> changes;
-  for (const std::string_view text : *objects) {
-    auto event = parse_watch_event(text);
-    if (!event) {
-      spdlog::warn("API server: skipping a watch event: {}", event.error().str());
-      continue;
-    }
-    if (event->type == WatchEvent::Type::error) {
-      if (!changes.empty() && handlers_.on_changes) handlers_.on_changes(std::move(changes));
-      spdlog::info("API server: watch ended by the server: {} ({})", event->message, event->code);
-      request->cancel();
-      current_.reset();
-      perform(protocol_.error_event(event->code));
-      return false;
-    }
-    if (event->type == WatchEvent::Type::deleted) {
-      changes.push_back(NodeChange{NodeChange::Kind::remove, event->name, Node{}});
-    } else if (event->type != WatchEvent::Type::bookmark) {
-      if (event->node) {
-        changes.push_back(
-            NodeChange{NodeChange::Kind::upsert, event->name, std::move(*event->node)});
-      } else {
-        // A Node that cannot be read is judged by nothing rather than by stale facts.
-        spdlog::warn("API server: node {} left out: {}", event->name, event->node_error->str());
-        changes.push_back(NodeChange{NodeChange::Kind::remove, event->name, Node{}});
-      }
-    }
-    protocol_.event(event->resource_version);
-  }
-  if (!changes.empty() && handlers_.on_changes) handlers_.on_changes(std::move(changes));
-  return true;
-}
-
-void NodeWatcher::finish(const std::shared_ptr<Request>& request, boost::system::error_code ec) {
-  const bool list = request->action.kind == WatchAction::Kind::list;
-  if (request->status != 200) {
-    if (ec && ec != http::error::end_of_stream && ec != net::ssl::error::stream_truncated) {
-      spdlog::debug("API server: error body cut short: {}", ec.message());
-    }
-    const std::string message = status_message(request->body);
-    if (request->status == 401) {
-      credentials_.invalidate();
-      spdlog::error("API server refused the credentials (401 Unauthorized): {}", message);
-    } else if (request->status == 410) {
-      spdlog::info("API server: resourceVersion expired (410 Gone): listing again");
-    } else {
-      spdlog::warn("API server answered {} {}: {}", request->status, list ? "a list" : "a watch",
-                   message);
-    }
-    perform(protocol_.http_status(request->status, request->retry_after));
-    return;
-  }
-  if (!list) {
-    if (ec) spdlog::info("API server: watch stream ended: {}", ec.message());
-    perform(protocol_.stream_closed());
-    return;
-  }
-  if (ec) {
-    spdlog::warn("API server: node list cut short: {}", ec.message());
-    perform(protocol_.transport_error());
-    return;
-  }
-  auto page = parse_node_page(request->body);
-  request->body = {};
-  if (!page) {
-    spdlog::warn("API server: unreadable node list: {}", page.error().str());
-    perform(protocol_.transport_error());
-    return;
-  }
+Expected<WatchedCollection::PageMeta> NodeWatcher::Nodes::read_page(std::string body) {
+  auto page = parse_node_page(body);
+  if (!page) return page.error();
   for (const Error& skipped : page->skipped) {
     spdlog::warn("API server: node list: left out {}", skipped.str());
   }
-  const bool first = request->action.token.empty();
-  WatchAction next = protocol_.page(page->continue_token, page->resource_version);
-  if (handlers_.on_page) {
-    handlers_.on_page(std::move(page->nodes), first, next.kind == WatchAction::Kind::watch);
+  page_ = std::move(page->nodes);
+  return PageMeta{std::move(page->continue_token), std::move(page->resource_version)};
+}
+
+void NodeWatcher::Nodes::deliver_page(bool first, bool last) {
+  if (handlers_.on_page) handlers_.on_page(std::exchange(page_, {}), first, last);
+}
+
+Expected<EventEnvelope> NodeWatcher::Nodes::read_event(std::string_view text) {
+  auto envelope = parse_event_envelope(text);
+  if (!envelope) return envelope.error();
+  using Type = EventEnvelope::Type;
+  if (envelope->type == Type::deleted) {
+    changes_.push_back(NodeChange{NodeChange::Kind::remove, envelope->name, Node{}});
+  } else if (envelope->type == Type::added || envelope->type == Type::modified) {
+    auto node = node_from_json(envelope->object, "object");
+    if (node) {
+      changes_.push_back(NodeChange{NodeChange::Kind::upsert, envelope->name, std::move(*node)});
+    } else {
+      // A Node that cannot be read is judged by nothing rather than by stale facts.
+      spdlog::warn("API server: node {} left out: {}", envelope->name, node.error().str());
+      changes_.push_back(NodeChange{NodeChange::Kind::remove, envelope->name, Node{}});
+    }
   }
-  perform(std::move(next));
+  envelope->object = nullptr;
+  return envelope;
+}
+
+void NodeWatcher::Nodes::flush_events() {
+  if (!changes_.empty() && handlers_.on_changes) handlers_.on_changes(std::exchange(changes_, {}));
 }
 
 }  // namespace cudagate::kube

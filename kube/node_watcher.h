@@ -1,39 +1,21 @@
 #pragma once
-// Keeping up with the cluster's Nodes: performs the WatchProtocol over
-// HTTPS with Boost.Beast on the caller's io_context, one request at a
-// time, on a strand of its own.
+// Keeping up with the cluster's Nodes (GET /api/v1/nodes, list and watch)
+// with a CollectionWatcher: Nodes read as --nodes files are read, a page
+// at a time (on_page), so that the fleet is never held as Node objects
+// whole, and watch events as NodeChanges (on_changes). The handlers are
+// called on the watcher's strand and must not block it for long; on_step
+// reports each list and watch started and each wait, for metrics and logs.
 //
-// A list is handed on a page at a time (on_page), so that the fleet is never
-// held as Node objects whole; `first` starts a list (a relist starts again
-// from its first page), and the list is complete with `last`: the receiver
-// keeps serving the previous list until then. Watch events are handed on
-// as they are decoded, a read's worth at a time (on_changes). Both are
-// called on the watcher's strand; the receiver must not block it for long.
-// on_step reports each list and watch started and each wait, for metrics
-// and logs.
-//
-// An exec credential plugin runs on a thread of its own, and the request
-// waits for its credential without holding an I/O thread.
-//
-// Lifetime: the NodeWatcher must outlive the io_context's run(); stop()
-// cancels the request in flight and the wait, after which no handler is
-// called; the destructor waits for a plugin still running (kExecTimeout at
-// most). Requests hold the connection they use, never the watcher's
-// members, past stop().
+// Lifetime as CollectionWatcher's (collection_watcher.h).
 
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
-#include <boost/system/error_code.hpp>
 #include <functional>
 #include <memory>
 #include <string>
-#include <string_view>
-#include <thread>
 #include <vector>
 
-#include "kube/api_connection.h"
 #include "kube/cluster_config.h"
+#include "kube/collection_watcher.h"
 #include "kube/watch_protocol.h"
 #include "policy/node.h"
 
@@ -54,39 +36,36 @@ struct NodeWatcherHandlers {
 
 class NodeWatcher {
  public:
-  NodeWatcher(const boost::asio::any_io_executor& executor, ClusterConfig config,
-              NodeWatcherHandlers handlers, WatchOptions options = {});
-  ~NodeWatcher();
-  NodeWatcher(const NodeWatcher&) = delete;
-  NodeWatcher& operator=(const NodeWatcher&) = delete;
+  // `credentials` may be shared with other watchers (one strand for all).
+  NodeWatcher(std::shared_ptr<ApiCredentials> credentials, NodeWatcherHandlers handlers,
+              WatchOptions options = {});
 
   // Begins the first list. Call once.
-  void start();
+  void start() { watcher_.start(); }
   // Cancels what is in flight; thread-safe, may be called more than once.
-  void stop();
+  void stop() { watcher_.stop(); }
 
  private:
-  struct Request;
-  void perform(WatchAction action);
-  // Sends the list or watch request of `action` (after the exec plugin, when due).
-  void send(WatchAction action);
-  // True when `request` was cancelled or `ec` failed it (then logged and
-  // retried after a wait).
-  bool failed(const std::shared_ptr<Request>& request, const boost::system::error_code& ec,
-              std::string_view what);
-  void read_header(const std::shared_ptr<Request>& request);
-  void read_body(const std::shared_ptr<Request>& request);
-  // Hands on the events `bytes` complete; false when the stream ended.
-  bool deliver_events(const std::shared_ptr<Request>& request, std::string_view bytes);
-  void finish(const std::shared_ptr<Request>& request, boost::system::error_code ec);
+  class Nodes final : public WatchedCollection {
+   public:
+    explicit Nodes(NodeWatcherHandlers& handlers) : handlers_(handlers) {}
+    [[nodiscard]] std::string_view name() const override { return "nodes"; }
+    [[nodiscard]] std::string target(const WatchAction& action,
+                                     const WatchOptions& options) const override;
+    [[nodiscard]] Expected<PageMeta> read_page(std::string body) override;
+    void deliver_page(bool first, bool last) override;
+    [[nodiscard]] Expected<EventEnvelope> read_event(std::string_view text) override;
+    void flush_events() override;
 
-  boost::asio::strand<boost::asio::any_io_executor> strand_;
-  ApiCredentials credentials_;
+   private:
+    NodeWatcherHandlers& handlers_;
+    std::vector<Node> page_;
+    std::vector<NodeChange> changes_;
+  };
+
   NodeWatcherHandlers handlers_;
-  WatchProtocol protocol_;
-  boost::asio::steady_timer wait_timer_;
-  std::shared_ptr<Request> current_;
-  bool stopped_ = false;
+  Nodes nodes_;
+  CollectionWatcher watcher_;
 };
 
 }  // namespace cudagate::kube

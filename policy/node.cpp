@@ -56,7 +56,8 @@ Expected<std::vector<Node>> parse_nodes(std::string_view text, std::string_view 
   std::unordered_map<std::string, std::string> seen;  // name -> where it was read
 
   auto add = [&](const json& object, const std::string& where) -> std::optional<Error> {
-    if (object.is_object() && object.value("kind", "") == "ResourceSlice") {
+    if (const auto kind = object.is_object() ? object.find("kind") : object.end();
+        kind != object.end() && *kind == "ResourceSlice") {
       auto slice = resource_slice_from_json(object, where);
       if (!slice) return slice.error();
       slices.push_back(std::move(*slice));

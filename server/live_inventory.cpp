@@ -2,11 +2,15 @@
 // coalesced batch at a time, patched from the one last published.
 #include "server/live_inventory.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <boost/asio/post.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 namespace cudagate {
@@ -28,7 +32,8 @@ std::vector<kube::NodeChange> relevant_changes(std::vector<kube::NodeChange> cha
       current.node_into(*index, now);
       const Node& next = change->node;
       differs = !(now.labels == next.labels && now.taints == next.taints &&
-                  now.unschedulable == next.unschedulable && now.allocatable == next.allocatable);
+                  now.unschedulable == next.unschedulable && now.allocatable == next.allocatable &&
+                  now.devices == next.devices);
     }
     counts.emplace(name, differs);
   }
@@ -74,6 +79,53 @@ Inventory rebuild_with_node_changes(const Inventory& old,
   return builder.finish();
 }
 
+namespace {
+
+// The slice of `object` when it is one of NVIDIA's driver; else nullopt
+// (logged when it cannot be read).
+std::optional<ResourceSlice> nvidia_slice(const nlohmann::json& object, std::string_view name) {
+  auto slice = resource_slice_from_json(object, "resourceslices " + std::string(name));
+  if (!slice) {
+    spdlog::warn("API server: ResourceSlice left out: {}", slice.error().str());
+    return std::nullopt;
+  }
+  if (slice->driver != kNvidiaDraDriver || slice->node_name.empty()) return std::nullopt;
+  return std::move(*slice);
+}
+
+std::string object_name(const nlohmann::json& object) {
+  const auto meta = object.find("metadata");
+  if (meta == object.end() || !meta->is_object()) return {};
+  const auto name = meta->find("name");
+  return name != meta->end() && name->is_string() ? name->get<std::string>() : std::string();
+}
+
+}  // namespace
+
+std::vector<SliceChange> slice_changes(std::vector<kube::ObjectChange> changes) {
+  std::vector<SliceChange> out;
+  out.reserve(changes.size());
+  for (kube::ObjectChange& change : changes) {
+    SliceChange slice_change{SliceChange::Kind::remove, change.name, {}};
+    if (change.kind == kube::ObjectChange::Kind::upsert) {
+      if (auto slice = nvidia_slice(change.object, change.name)) {
+        slice_change.kind = SliceChange::Kind::upsert;
+        slice_change.slice = std::move(*slice);
+      }
+    }
+    out.push_back(std::move(slice_change));
+  }
+  return out;
+}
+
+std::vector<ResourceSlice> slices_of_page(const std::vector<nlohmann::json>& items) {
+  std::vector<ResourceSlice> out;
+  for (const nlohmann::json& item : items) {
+    if (auto slice = nvidia_slice(item, object_name(item))) out.push_back(std::move(*slice));
+  }
+  return out;
+}
+
 LiveInventory::LiveInventory(boost::asio::any_io_executor executor,
                              std::shared_ptr<const CompatDb> db, std::chrono::milliseconds coalesce,
                              Publish publish)
@@ -90,9 +142,12 @@ void LiveInventory::add_page(std::vector<Node> nodes, bool first, bool last) {
     // The list supersedes the events before it (the watch that sent them ended).
     if (first) pending_changes_.clear();
   }
-  boost::asio::post(executor_, [this, nodes = std::move(nodes), first, last] {
+  boost::asio::post(executor_, [this, nodes = std::move(nodes), first, last]() mutable {
     if (first || !listing_) listing_ = std::make_unique<InventoryBuilder>(*db_);
-    for (const Node& node : nodes) listing_->add(node);
+    for (Node& node : nodes) {
+      attach_node_devices(node);
+      listing_->add(node);
+    }
     if (!last) return;
     current_ = std::make_shared<const Inventory>(listing_->finish());
     listing_.reset();
@@ -108,6 +163,63 @@ void LiveInventory::apply(std::vector<kube::NodeChange> changes) {
   const std::lock_guard lock(mutex_);
   for (auto& change : changes) pending_changes_.push_back(std::move(change));
   schedule(std::max(coalesce_, last_build_));
+}
+
+void LiveInventory::add_slice_page(std::vector<ResourceSlice> slices, bool first, bool last) {
+  const std::lock_guard lock(mutex_);
+  if (first) {
+    // The list supersedes the slice events before it (the watch that sent them ended).
+    slice_list_.clear();
+    pending_slices_.clear();
+    slice_list_done_ = false;
+  }
+  for (ResourceSlice& slice : slices) slice_list_.push_back(std::move(slice));
+  if (!last) return;
+  slice_list_done_ = true;
+  schedule(coalesce_);
+}
+
+void LiveInventory::apply_slices(std::vector<SliceChange> changes) {
+  const std::lock_guard lock(mutex_);
+  for (auto& change : changes) pending_slices_.push_back(std::move(change));
+  schedule(std::max(coalesce_, last_build_));
+}
+
+void LiveInventory::put_slice(ResourceSlice slice, std::vector<std::string>& affected) {
+  drop_slice(slice.name, affected);
+  affected.push_back(slice.node_name);
+  node_of_slice_.emplace(slice.name, slice.node_name);
+  std::string name = slice.name;
+  slices_by_node_[slice.node_name].insert_or_assign(std::move(name), std::move(slice));
+}
+
+void LiveInventory::drop_slice(const std::string& name, std::vector<std::string>& affected) {
+  const auto it = node_of_slice_.find(name);
+  if (it == node_of_slice_.end()) return;
+  affected.push_back(it->second);
+  if (const auto node = slices_by_node_.find(it->second); node != slices_by_node_.end()) {
+    node->second.erase(name);
+    if (node->second.empty()) slices_by_node_.erase(node);
+  }
+  node_of_slice_.erase(it);
+}
+
+void LiveInventory::attach_node_devices(Node& node) const {
+  const auto it = slices_by_node_.find(node.name);
+  if (it == slices_by_node_.end()) {
+    if (!node.devices.empty() ||
+        std::any_of(node.allocatable.begin(), node.allocatable.end(),
+                    [](const auto& entry) { return is_dra_resource(entry.first); })) {
+      attach_devices(node, {});
+    }
+    return;
+  }
+  std::vector<ResourceSlice> slices;
+  slices.reserve(it->second.size());
+  for (const auto& [name, slice] : it->second) slices.push_back(slice);
+  auto kinds = device_kinds_by_node(slices);
+  const auto own = kinds.find(node.name);
+  attach_devices(node, own != kinds.end() ? std::move(own->second) : std::vector<DeviceKind>{});
 }
 
 void LiveInventory::stop() {
@@ -132,14 +244,58 @@ void LiveInventory::schedule(std::chrono::milliseconds delay) {
 
 void LiveInventory::rebuild() {
   std::vector<kube::NodeChange> changes;
+  std::vector<SliceChange> slice_events;
+  std::optional<std::vector<ResourceSlice>> slice_list;
   {
     const std::lock_guard lock(mutex_);
     scheduled_ = false;
     if (stopped_) return;
     changes = std::exchange(pending_changes_, {});
+    slice_events = std::exchange(pending_slices_, {});
+    if (slice_list_done_) {
+      slice_list = std::exchange(slice_list_, {});
+      slice_list_done_ = false;
+    }
   }
-  const std::size_t received = changes.size();
+  const std::size_t received = changes.size() + slice_events.size();
+
+  // Slices first: the nodes whose slices changed are patched with their new
+  // device kinds, and Node events carry the devices their slices give.
+  std::vector<std::string> affected;
+  if (slice_list) {
+    for (const auto& [node, slices] : slices_by_node_) affected.push_back(node);
+    slices_by_node_.clear();
+    node_of_slice_.clear();
+    for (ResourceSlice& slice : *slice_list) put_slice(std::move(slice), affected);
+  }
+  for (SliceChange& change : slice_events) {
+    if (change.kind == SliceChange::Kind::upsert) {
+      put_slice(std::move(change.slice), affected);
+    } else {
+      drop_slice(change.name, affected);
+    }
+  }
+  std::sort(affected.begin(), affected.end());
+  affected.erase(std::unique(affected.begin(), affected.end()), affected.end());
+  // Views of the names of `changes`, which grows no further than reserved.
+  changes.reserve(changes.size() + affected.size());
+  std::unordered_set<std::string_view> named;
+  for (kube::NodeChange& change : changes) {
+    named.insert(change.name);
+    if (change.kind == kube::NodeChange::Kind::upsert) attach_node_devices(change.node);
+  }
+  for (const std::string& name : affected) {
+    const auto index = current_->index_of(name);
+    if (named.contains(name) || !index) continue;
+    kube::NodeChange change{kube::NodeChange::Kind::upsert, name, current_->node(*index)};
+    attach_node_devices(change.node);
+    changes.push_back(std::move(change));
+  }
   changes = relevant_changes(std::move(changes), *current_);
+  if (changes.empty() && slice_list) {
+    publish_(Update{current_, false, received, true});
+    return;
+  }
   if (changes.empty()) return;
   const auto start = std::chrono::steady_clock::now();
   current_ = std::make_shared<const Inventory>(apply_node_changes(*current_, changes, *db_));
@@ -148,7 +304,7 @@ void LiveInventory::rebuild() {
     last_build_ = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::steady_clock::now() - start);
   }
-  publish_(Update{current_, false, received});
+  publish_(Update{current_, false, received, slice_list.has_value()});
 }
 
 }  // namespace cudagate

@@ -17,8 +17,15 @@
 // inventory, which decisions in flight keep reading unchanged. A list (the
 // first one, and a relist after 410 Gone) builds a whole new inventory.
 //
-// add_page(), replace_all() and apply() may be called from any thread; they
-// only queue.
+// ResourceSlices (Dynamic Resource Allocation) are node facts too: the
+// slices are kept by name, and each node's device kinds are those of its
+// current slices (device_kinds_by_node over them, attach_devices). A batch
+// of slice changes patches the nodes whose slices changed; a Node event
+// keeps the node's devices; a Node list attaches them as it is indexed. A
+// slice list (the first one, a relist) replaces every slice.
+//
+// add_page(), replace_all(), apply(), add_slice_page() and apply_slices()
+// may be called from any thread; they only queue.
 // Building and publish run on `executor` (one thread: the server's reload
 // thread), never on an I/O thread.
 
@@ -27,21 +34,25 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "compat-db/compat_db.h"
 #include "kube/node_watcher.h"
+#include "kube/object_watcher.h"
+#include "policy/dra.h"
 #include "policy/inventory.h"
 #include "policy/node.h"
 
 namespace cudagate {
 
 // `changes` without those that change nothing a decision reads: a MODIFIED
-// node whose labels, taints, cordon and extended resources are as `current`
-// has them (most Node updates are status: conditions, images, heartbeats),
-// and the removal of a node it does not have.
+// node whose labels, taints, cordon, extended resources and DRA devices are
+// as `current` has them (most Node updates are status: conditions, images,
+// heartbeats), and the removal of a node it does not have.
 [[nodiscard]] std::vector<kube::NodeChange> relevant_changes(std::vector<kube::NodeChange> changes,
                                                              const Inventory& current);
 
@@ -59,6 +70,20 @@ namespace cudagate {
                                                   const std::vector<kube::NodeChange>& changes,
                                                   const CompatDb& db);
 
+// A ResourceSlice as the watcher hands it on, read; an upsert of a slice
+// that cannot be read, or of another driver's, is its removal (a node is
+// judged by no devices rather than by stale ones).
+struct SliceChange {
+  enum class Kind : unsigned char { upsert, remove };
+  Kind kind = Kind::upsert;
+  std::string name;
+  ResourceSlice slice;  // upsert
+};
+[[nodiscard]] std::vector<SliceChange> slice_changes(std::vector<kube::ObjectChange> changes);
+// The slices of NVIDIA's driver in a list page; unreadable ones are left
+// out, each logged with its name and field.
+[[nodiscard]] std::vector<ResourceSlice> slices_of_page(const std::vector<nlohmann::json>& items);
+
 class LiveInventory {
  public:
   // What one publish carries: the inventory, whether it came from a whole
@@ -69,6 +94,7 @@ class LiveInventory {
     std::shared_ptr<const Inventory> inventory;
     bool from_list = false;
     std::size_t events = 0;
+    bool slices_from_list = false;  // a whole ResourceSlice list went into it
   };
   using Publish = std::function<void(const Update&)>;
 
@@ -85,12 +111,25 @@ class LiveInventory {
   // Watch events, in order; folded in after any list queued before them.
   void apply(std::vector<kube::NodeChange> changes);
 
+  // A page of a ResourceSlice list (`first` begins it, dropping slice
+  // events queued before; `last` ends it); the slices of the list replace
+  // every slice known, in the next inventory.
+  void add_slice_page(std::vector<ResourceSlice> slices, bool first, bool last);
+  // ResourceSlice watch events, in order.
+  void apply_slices(std::vector<SliceChange> changes);
+
   // Stops the timer; nothing is published after the executor ran it.
   void stop();
 
  private:
   void schedule(std::chrono::milliseconds delay);
   void rebuild();
+  // On the executor: `slice` in, replacing the one of its name; its node
+  // and the node it had before go to `affected`.
+  void put_slice(ResourceSlice slice, std::vector<std::string>& affected);
+  void drop_slice(const std::string& name, std::vector<std::string>& affected);
+  // `node` with the device kinds of its current slices.
+  void attach_node_devices(Node& node) const;
 
   boost::asio::any_io_executor executor_;
   std::shared_ptr<const CompatDb> db_;
@@ -100,13 +139,19 @@ class LiveInventory {
 
   std::mutex mutex_;  // guards what follows
   std::vector<kube::NodeChange> pending_changes_;
+  std::vector<ResourceSlice> slice_list_;  // the slice list being received
+  bool slice_list_done_ = false;           // slice_list_ is whole, not yet applied
+  std::vector<SliceChange> pending_slices_;
   bool scheduled_ = false;
   bool stopped_ = false;
 
   // On the executor only: the last inventory published.
   std::shared_ptr<const Inventory> current_ = std::make_shared<const Inventory>();
   std::unique_ptr<InventoryBuilder> listing_;  // the list being received
-  std::chrono::milliseconds last_build_{0};    // guarded by mutex_
+  // The ResourceSlices of NVIDIA's driver, by node and by name.
+  std::map<std::string, std::map<std::string, ResourceSlice>, std::less<>> slices_by_node_;
+  std::map<std::string, std::string, std::less<>> node_of_slice_;
+  std::chrono::milliseconds last_build_{0};  // guarded by mutex_
 };
 
 }  // namespace cudagate

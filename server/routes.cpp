@@ -153,6 +153,7 @@ AdmissionOutcome judge(Endpoint endpoint, std::string_view mode, const HttpReque
   context.images = images;
   context.defer_for_images = defer;
   context.fleet_platform = snapshot.fleet_platform;
+  context.claims = snapshot.claims.get();
   return handle_admission(endpoint, mode, request.body().padded(), context);
 }
 

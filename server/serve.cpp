@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
@@ -27,10 +28,12 @@
 
 #include "compat-db/compat_db.h"
 #include "kube/node_watcher.h"
+#include "kube/object_watcher.h"
 #include "registry/registry_client.h"
 #include "server/cert_store.h"
 #include "server/file_watch.h"
 #include "server/input_files.h"
+#include "server/live_claims.h"
 #include "server/live_inventory.h"
 #include "server/logging.h"
 #include "server/metrics.h"
@@ -69,6 +72,22 @@ std::string utc_text(std::int64_t unix_seconds) {
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
+
+// Readiness of a watched cluster: the inventory is synced once the Nodes,
+// the ResourceSlices, the ResourceClaimTemplates and the ResourceClaims
+// have each been listed whole (or found not served).
+class SyncGate {
+ public:
+  enum Part : unsigned { nodes = 1, slices = 2, templates = 4, claims = 8, all = 15 };
+  explicit SyncGate(ServerState& state) : state_(state) {}
+  void done(Part part) {
+    if ((done_.fetch_or(part) | part) == all) state_.set_inventory_synced();
+  }
+
+ private:
+  ServerState& state_;
+  std::atomic<unsigned> done_{0};
+};
 
 void publish_inventory(const Inventory& inventory, WebhookMetrics& metrics) {
   metrics.inventory(inventory.size(), inventory.gpu_nodes(), inventory.unknown_gpu_nodes(),
@@ -216,7 +235,12 @@ std::optional<Error> serve(const ServeSettings& settings) {
     background_audit.emplace(*settings.cluster, *settings.audit, state, metrics, &registry);
   }
   std::optional<LiveInventory> live_inventory;
+  std::optional<LiveClaims> live_claims;
   std::optional<kube::NodeWatcher> node_watcher;
+  std::optional<kube::ObjectWatcher> slice_watcher;
+  std::optional<kube::ObjectWatcher> template_watcher;
+  std::optional<kube::ObjectWatcher> claim_watcher;
+  SyncGate sync(state);
   if (live) {
     live_inventory.emplace(
         reload_ioc.get_executor(), db, kCoalesceEvents, [&](const LiveInventory::Update& update) {
@@ -232,17 +256,19 @@ std::optional<Error> serve(const ServeSettings& settings) {
                           update.inventory->size());
           }
           state.set_inventory(update.inventory);
-          if (update.from_list) state.set_inventory_synced();
+          if (update.from_list) sync.done(SyncGate::nodes);
+          if (update.slices_from_list) sync.done(SyncGate::slices);
           if (background_audit) background_audit->inventory_changed();
         });
-    kube::NodeWatcherHandlers handlers;
-    handlers.on_page = [&](std::vector<Node> nodes, bool first, bool last) {
-      live_inventory->add_page(std::move(nodes), first, last);
-    };
-    handlers.on_changes = [&](std::vector<kube::NodeChange> changes) {
-      live_inventory->apply(std::move(changes));
-    };
-    handlers.on_step = [&](const kube::WatchAction& action) {
+    live_claims.emplace(
+        reload_ioc.get_executor(), kCoalesceEvents, [&](const LiveClaims::Update& update) {
+          spdlog::debug("claims updated: {} ResourceClaims and ResourceClaimTemplates known",
+                        update.catalog->size());
+          state.set_claims(update.catalog);
+          if (update.templates_listed) sync.done(SyncGate::templates);
+          if (update.claims_listed) sync.done(SyncGate::claims);
+        });
+    const auto on_step = [&](const kube::WatchAction& action) {
       using Kind = kube::WatchAction::Kind;
       const bool first = action.reason == "initial" || action.reason == "page";
       if (action.kind == Kind::list && !first) metrics.inventory_relist(action.reason);
@@ -251,10 +277,56 @@ std::optional<Error> serve(const ServeSettings& settings) {
         spdlog::info("API server: retrying in {} ms ({})", action.delay.count(), action.reason);
       }
     };
+    kube::NodeWatcherHandlers handlers;
+    handlers.on_page = [&](std::vector<Node> nodes, bool first, bool last) {
+      live_inventory->add_page(std::move(nodes), first, last);
+    };
+    handlers.on_changes = [&](std::vector<kube::NodeChange> changes) {
+      live_inventory->apply(std::move(changes));
+    };
+    handlers.on_step = on_step;
     kube::WatchOptions watch_options;
     // Replicas (and restarts) retry at different moments.
     watch_options.seed = std::random_device{}();
-    node_watcher.emplace(ioc.get_executor(), *settings.cluster, std::move(handlers), watch_options);
+    // One credential source (and one exec plugin run) for every watcher.
+    auto credentials = std::make_shared<kube::ApiCredentials>(net::make_strand(ioc.get_executor()),
+                                                              *settings.cluster);
+    node_watcher.emplace(credentials, std::move(handlers), watch_options);
+
+    // Dynamic Resource Allocation: ResourceSlices as node facts, claims and
+    // templates as what pods ask for; a cluster without the API runs without.
+    kube::ObjectWatcherHandlers slices;
+    slices.on_page = [&](std::vector<nlohmann::json> items, bool first, bool last) {
+      live_inventory->add_slice_page(slices_of_page(items), first, last);
+    };
+    slices.on_changes = [&](std::vector<kube::ObjectChange> changes) {
+      live_inventory->apply_slices(slice_changes(std::move(changes)));
+    };
+    slices.on_step = on_step;
+    slices.on_absent = [&] { sync.done(SyncGate::slices); };
+    slice_watcher.emplace(credentials, kube::ApiCallId::inventory_list_resourceslices,
+                          kube::ApiCallId::inventory_watch_resourceslices, kube::kDraVersions,
+                          std::move(slices), watch_options);
+    const auto claim_handlers = [&](LiveClaims::Source source, SyncGate::Part part) {
+      kube::ObjectWatcherHandlers out;
+      out.on_page = [&, source](std::vector<nlohmann::json> items, bool first, bool last) {
+        live_claims->add_page(source, std::move(items), first, last);
+      };
+      out.on_changes = [&, source](std::vector<kube::ObjectChange> changes) {
+        live_claims->apply(source, std::move(changes));
+      };
+      out.on_step = on_step;
+      out.on_absent = [&, part] { sync.done(part); };
+      return out;
+    };
+    template_watcher.emplace(
+        credentials, kube::ApiCallId::inventory_list_resourceclaimtemplates,
+        kube::ApiCallId::inventory_watch_resourceclaimtemplates, kube::kDraVersions,
+        claim_handlers(LiveClaims::Source::templates, SyncGate::templates), watch_options);
+    claim_watcher.emplace(credentials, kube::ApiCallId::inventory_list_resourceclaims,
+                          kube::ApiCallId::inventory_watch_resourceclaims, kube::kDraVersions,
+                          claim_handlers(LiveClaims::Source::claims, SyncGate::claims),
+                          watch_options);
   }
 
   std::vector<std::string> tls_paths{tls_files.cert, tls_files.key};
@@ -283,7 +355,11 @@ std::optional<Error> serve(const ServeSettings& settings) {
                  grace.count());
     watch.stop();
     if (node_watcher) node_watcher->stop();
+    for (auto* watcher : {&slice_watcher, &template_watcher, &claim_watcher}) {
+      if (*watcher) (*watcher)->stop();
+    }
     if (live_inventory) live_inventory->stop();
+    if (live_claims) live_claims->stop();
     grace_timer.expires_after(grace);
     grace_timer.async_wait([&](const boost::system::error_code& wec) {
       if (wec) return;
@@ -308,6 +384,9 @@ std::optional<Error> serve(const ServeSettings& settings) {
   state.set_certificate_loaded();
   if (node_watcher) {
     node_watcher->start();
+    slice_watcher->start();
+    template_watcher->start();
+    claim_watcher->start();
   } else {
     state.set_inventory_synced();
   }

@@ -10,8 +10,8 @@ namespace cudagate {
 
 ServerState::ServerState(std::shared_ptr<const CompatDb> db, std::shared_ptr<const Policy> policy,
                          std::shared_ptr<const Inventory> inventory)
-    : current_(std::make_shared<const Snapshot>(
-          Snapshot{std::move(db), std::move(policy), inventory, fleet_platform(*inventory)})) {}
+    : current_(std::make_shared<const Snapshot>(Snapshot{
+          std::move(db), std::move(policy), inventory, fleet_platform(*inventory), nullptr})) {}
 
 std::shared_ptr<const Snapshot> ServerState::snapshot() const {
   const std::lock_guard lock(mutex_);
@@ -24,7 +24,17 @@ void ServerState::set_policy(std::shared_ptr<const Policy> policy) {
     const std::lock_guard lock(mutex_);
     old = std::exchange(current_, std::make_shared<const Snapshot>(
                                       Snapshot{current_->db, std::move(policy), current_->inventory,
-                                               current_->fleet_platform}));
+                                               current_->fleet_platform, current_->claims}));
+  }
+}
+
+void ServerState::set_claims(std::shared_ptr<const ClaimCatalog> claims) {
+  std::shared_ptr<const Snapshot> old;
+  {
+    const std::lock_guard lock(mutex_);
+    old = std::exchange(current_, std::make_shared<const Snapshot>(
+                                      Snapshot{current_->db, current_->policy, current_->inventory,
+                                               current_->fleet_platform, std::move(claims)}));
   }
 }
 
@@ -35,9 +45,9 @@ void ServerState::set_inventory(std::shared_ptr<const Inventory> inventory) {
   std::string platform = fleet_platform(*inventory);
   {
     const std::lock_guard lock(mutex_);
-    old = std::exchange(
-        current_, std::make_shared<const Snapshot>(Snapshot{
-                      current_->db, current_->policy, std::move(inventory), std::move(platform)}));
+    old = std::exchange(current_, std::make_shared<const Snapshot>(
+                                      Snapshot{current_->db, current_->policy, std::move(inventory),
+                                               std::move(platform), current_->claims}));
   }
 }
 

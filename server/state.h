@@ -19,6 +19,7 @@
 #include <string>
 
 #include "compat-db/compat_db.h"
+#include "policy/dra.h"
 #include "policy/inventory.h"
 #include "policy/policy.h"
 #include "server/report_store.h"
@@ -31,6 +32,9 @@ struct Snapshot {
   std::shared_ptr<const Inventory> inventory;
   // The inventory's GPU nodes' one platform, "" when mixed (fleet_platform()).
   std::string fleet_platform;
+  // The ResourceClaims and ResourceClaimTemplates pods may name; null when
+  // none are known (a pod that names one is then judged unknown).
+  std::shared_ptr<const ClaimCatalog> claims;
 };
 
 class ServerState {
@@ -43,6 +47,7 @@ class ServerState {
 
   void set_policy(std::shared_ptr<const Policy> policy);
   void set_inventory(std::shared_ptr<const Inventory> inventory);
+  void set_claims(std::shared_ptr<const ClaimCatalog> claims);
 
   void set_certificate_loaded() { certificate_loaded_.store(true); }
   void set_inventory_synced() { inventory_synced_.store(true); }

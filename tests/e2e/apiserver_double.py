@@ -38,7 +38,16 @@ real server does:
   against the CRD's OpenAPI schema when `schemas` has it (else 422 with the
   schema's complaint); answered 201 on create, 200 on update, with the
   object as stored (uid, resourceVersion, managedFields of the manager);
-- DELETE of one of those (200 with a Success Status, 404 when absent).
+- DELETE of one of those (200 with a Success Status, 404 when absent);
+- Dynamic Resource Allocation (resource.k8s.io): ResourceSlices (cluster
+  scoped), ResourceClaims and ResourceClaimTemplates (of every namespace or
+  of one), listed as above and watched as Nodes are (put_object and
+  remove_object send ADDED, MODIFIED and DELETED events), at the versions
+  `dra_versions` names (v1 of Kubernetes 1.34+; v1beta2, v1beta1 of 1.32
+  and 1.33); any other version, and every version when `dra_versions` is
+  empty (a cluster without DRA), is answered 404 as the real server
+  answers a group version it does not serve. The objects are stored as
+  given: a test gives them in the shape of the version it serves.
 
 Applies and deletes are recorded in `applied` (the body of every apply, in
 order) and `deleted`.
@@ -110,7 +119,14 @@ COLLECTIONS = {
     ("batch", "v1", "cronjobs"): ("CronJob", False),
     ("wgpolicyk8s.io", "v1alpha2", "policyreports"): ("PolicyReport", True),
     ("openreports.io", "v1alpha1", "reports"): ("Report", True),
+    ("resource.k8s.io", "v1", "resourceslices"): ("ResourceSlice", False),
+    ("resource.k8s.io", "v1", "resourceclaims"): ("ResourceClaim", False),
+    ("resource.k8s.io", "v1", "resourceclaimtemplates"): ("ResourceClaimTemplate", False),
 }
+
+# The group whose objects are stored once and served at any version of
+# `dra_versions` (under the v1 key of COLLECTIONS).
+DRA_GROUP = "resource.k8s.io"
 
 KIND_COLLECTION = {kind: key for key, (kind, _) in COLLECTIONS.items()}
 
@@ -208,7 +224,7 @@ def selector_matches(selector, labels):
 
 class ApiServerDouble:
     def __init__(self, certs_dir, tokens=("test-token",), client_ca=None, page_size=500,
-                 schemas=None):
+                 schemas=None, dra_versions=("v1",)):
         self.certs_dir = certs_dir
         self.tokens = set(tokens)
         self.page_size = page_size
@@ -228,6 +244,9 @@ class ApiServerDouble:
         self.client_ca = client_ca
         # (group, version, resource) -> {(namespace, name): object}
         self.objects = {key: {} for key in COLLECTIONS}
+        # (group, version, resource) -> [(rv, type, object)], for watches
+        self.object_events = {key: [] for key in COLLECTIONS}
+        self.dra_versions = tuple(dra_versions)
         self.applied = []           # (resource, namespace, name, body) of every apply
         self.deleted = []           # (resource, namespace, name)
         # (group, version, resource) -> a JSON schema the applied bodies must pass
@@ -334,9 +353,10 @@ class ApiServerDouble:
             self.drop_generation += 1
             self.lock.notify_all()
 
-    def fail(self, status, count=1, retry_after=None):
+    def fail(self, status, count=1, retry_after=None, path=None):
+        """The next `count` requests (of `path` only, when given) answered `status`."""
         with self.lock:
-            self.fail_next += [(status, retry_after)] * count
+            self.fail_next += [(status, retry_after, path)] * count
 
     def put_object(self, obj):
         """Adds or replaces a workload or report (by its kind)."""
@@ -344,14 +364,21 @@ class ApiServerDouble:
             key = KIND_COLLECTION[obj["kind"]]
             obj = copy.deepcopy(obj)
             meta = obj["metadata"]
-            meta["resourceVersion"] = str(self._next_rv())
-            self.objects[key][(meta.get("namespace", ""), meta["name"])] = obj
+            rv = self._next_rv()
+            meta["resourceVersion"] = str(rv)
+            where = (meta.get("namespace", ""), meta["name"])
+            kind = "MODIFIED" if where in self.objects[key] else "ADDED"
+            self.objects[key][where] = obj
+            self.object_events[key].append((rv, kind, obj))
             self.lock.notify_all()
 
     def remove_object(self, kind, namespace, name):
         with self.lock:
-            self.objects[KIND_COLLECTION[kind]].pop((namespace, name))
-            self._next_rv()
+            key = KIND_COLLECTION[kind]
+            obj = copy.deepcopy(self.objects[key].pop((namespace, name)))
+            rv = self._next_rv()
+            obj["metadata"]["resourceVersion"] = str(rv)
+            self.object_events[key].append((rv, "DELETED", obj))
             self.lock.notify_all()
 
     def stored(self, resource):
@@ -403,7 +430,12 @@ class ApiServerDouble:
             record["body"] = body.decode(errors="replace")
         with self.lock:
             self.requests.append(record)
-            failure = self.fail_next.pop(0) if self.fail_next and ok else None
+            failure = None
+            if ok:
+                for i, (status, retry_after, path) in enumerate(self.fail_next):
+                    if path is None or path == parsed.path:
+                        failure = self.fail_next.pop(i)[:2]
+                        break
         if not ok:
             record["status"] = 401
             return self._send_json(handler, 401, status_body(401, "Unauthorized", "Unauthorized"))
@@ -418,7 +450,7 @@ class ApiServerDouble:
         if parsed.path != "/api/v1/nodes":
             return self._collection(handler, parsed.path, query, record, body)
         if query.get("watch") in ("1", "true"):
-            return self._watch(handler, query, record)
+            return self._watch(handler, query, record, lambda: self.events)
         return self._list(handler, query, record)
 
     def _continue_state(self, handler, query, record):
@@ -471,14 +503,24 @@ class ApiServerDouble:
     def _collection(self, handler, path, query, record, body):
         where = parse_path(path)
         key = where and (where[0], where[1], where[3])
+        served_version = where and where[1]
+        if where and where[0] == DRA_GROUP:
+            # Stored once, served at each version the cluster has.
+            key = (DRA_GROUP, "v1", where[3]) if where[1] in self.dra_versions else None
         if key not in COLLECTIONS:
             record["status"] = 404
-            return self._send_json(handler, 404, status_body(404, "NotFound", "not found"))
+            return self._send_json(handler, 404, status_body(
+                404, "NotFound", "the server could not find the requested resource"))
         group, version, namespace, resource, name = where
         kind, writable = COLLECTIONS[key]
         method = handler.command
+        if method == "GET" and name is None and query.get("watch") in ("1", "true"):
+            return self._watch(handler, query, record, lambda: [
+                e for e in self.object_events[key]
+                if namespace is None or e[2]["metadata"].get("namespace") == namespace])
         if method == "GET" and name is None:
-            return self._list_objects(handler, key, kind, namespace, query, record)
+            return self._list_objects(handler, key, kind, namespace, query, record,
+                                      served_version)
         if method == "GET":
             with self.lock:
                 obj = self.objects[key].get((namespace or "", name))
@@ -512,7 +554,7 @@ class ApiServerDouble:
         record["status"] = 405
         return self._send_json(handler, 405, status_body(405, "MethodNotAllowed", "not allowed"))
 
-    def _list_objects(self, handler, key, kind, namespace, query, record):
+    def _list_objects(self, handler, key, kind, namespace, query, record, version=None):
         if "continue" in query:
             self.continue_gate.wait()
         limit = min(int(query.get("limit", "0")) or 10**9, self.page_size)
@@ -540,7 +582,8 @@ class ApiServerDouble:
                 meta["continue"] = base64.b64encode(json.dumps(
                     {"rv": list_rv, "after": list(page[-1])}).encode()).decode()
                 meta["remainingItemCount"] = len(keys) - limit
-        group, version, _ = key
+        group, stored_version, _ = key
+        version = version or stored_version
         record["status"] = 200
         self._send_json(handler, 200, {"kind": kind + "List",
                                        "apiVersion": f"{group}/{version}" if group else version,
@@ -607,7 +650,7 @@ class ApiServerDouble:
         record["status"] = 200 if existing is not None else 201
         return self._send_json(handler, record["status"], stored)
 
-    def _watch(self, handler, query, record):
+    def _watch(self, handler, query, record, events):
         try:
             since = int(query.get("resourceVersion", "0"))
         except ValueError:
@@ -644,7 +687,7 @@ class ApiServerDouble:
                         elif since < self.compacted:
                             action = "gone"
                         else:
-                            pending = [e for e in self.events if e[0] > since]
+                            pending = [e for e in events() if e[0] > since]
                             left = deadline - time.monotonic()
                             action = "send" if pending else ("end" if left <= 0 else None)
                         if action:

@@ -307,7 +307,9 @@ class KubeTestCase(unittest.TestCase):
         return ["tokenFile: token"], path
 
     def watches(self):
-        return self.api.requests_where(lambda r: r["query"].get("watch") == "1")
+        """The Node watches (the ResourceSlice and claim watches are the DRA tests')."""
+        return self.api.requests_where(
+            lambda r: r["path"] == "/api/v1/nodes" and r["query"].get("watch") == "1")
 
     def lists(self):
         return self.api.requests_where(
@@ -442,7 +444,7 @@ class ListAndWatchTest(KubeTestCase):
         self.assertEqual(after["candidates"], str(expected))
 
     def test_429_retry_after_is_honoured(self):
-        self.api.fail(429, count=1, retry_after=2)
+        self.api.fail(429, count=1, retry_after=2, path="/api/v1/nodes")
         user, _ = self.token_user()
         webhook = self.webhook(user)
         first, second = self.lists()[:2]

@@ -1,6 +1,7 @@
 // Feeds arbitrary bytes, cut into arbitrary chunks, to the watch stream
-// splitter, and every object it yields to the watch event reader; the whole
-// input also to the NodeList page reader. The splitter yields whole
+// splitter, and every object it yields to the watch event readers (Nodes,
+// and the envelope of any collection); the whole input also to the
+// NodeList page reader and to the list page reader of any collection. The splitter yields whole
 // bracketed objects starting with '{' (with the whitespace around them) in
 // order, however the bytes were cut.
 #include <cstddef>
@@ -10,6 +11,7 @@
 
 #include "kube/event_stream.h"
 #include "kube/node_events.h"
+#include "kube/object_events.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
@@ -36,10 +38,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       seen.append(object);
       auto event = cudagate::kube::parse_watch_event(object);
       if (!event && event.error().message.empty()) __builtin_trap();
+      auto envelope = cudagate::kube::parse_event_envelope(object);
+      if (!envelope && envelope.error().message.empty()) __builtin_trap();
+      // Both read the same envelope.
+      if (static_cast<bool>(event) != static_cast<bool>(envelope)) __builtin_trap();
     }
   }
   if (seen.size() > text.size()) __builtin_trap();
   auto page = cudagate::kube::parse_node_page(text);
   if (!page && page.error().message.empty()) __builtin_trap();
+  auto objects = cudagate::kube::parse_object_page(text, "ResourceSlice");
+  if (!objects && objects.error().message.empty()) __builtin_trap();
   return 0;
 }

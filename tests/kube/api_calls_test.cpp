@@ -8,6 +8,8 @@
 #include <string>
 #include <tuple>
 
+#include "kube/api_client.h"
+
 namespace cudagate::kube {
 namespace {
 
@@ -79,6 +81,26 @@ TEST(ApiCall, AuditListsArePodsAndTheirControllers) {
   }
   for (const ApiCallId id : kClusterAuditLists) EXPECT_EQ(api_call(id).when, "audit-cluster");
   for (const ApiCallId id : kBackgroundAuditLists) EXPECT_EQ(api_call(id).when, "background-audit");
+}
+
+}  // namespace
+}  // namespace cudagate::kube
+
+namespace cudagate::kube {
+namespace {
+
+TEST(ApiCall, DynamicResourceAllocationRowsAtOlderVersions) {
+  const ApiCall& slices = api_call(ApiCallId::inventory_list_resourceslices);
+  EXPECT_EQ(slices.collection_path("ml"), "/apis/resource.k8s.io/v1/resourceslices");
+  EXPECT_EQ(slices.at_version("v1beta1").collection_path(""),
+            "/apis/resource.k8s.io/v1beta1/resourceslices");
+  EXPECT_EQ(slices.at_version("").api_version(), "resource.k8s.io/v1");
+  EXPECT_EQ(list_target(ApiCallId::cluster_list_resourceclaims, ListOptions{"ml", "", "v1beta2"},
+                        500, ""),
+            "/apis/resource.k8s.io/v1beta2/namespaces/ml/resourceclaims?limit=500");
+  EXPECT_EQ(kDraVersions.front(), "v1");
+  EXPECT_TRUE(is_not_found(Error{"API server x: list resourceslices", "404 Not Found: gone"}));
+  EXPECT_FALSE(is_not_found(Error{"API server x: list resourceslices", "403 Forbidden: no"}));
 }
 
 }  // namespace

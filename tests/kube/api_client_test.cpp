@@ -8,10 +8,10 @@ namespace {
 
 TEST(ApiClient, ListTargets) {
   EXPECT_EQ(list_target(ApiCallId::cluster_list_pods, {}, 500, ""), "/api/v1/pods?limit=500");
-  EXPECT_EQ(list_target(ApiCallId::cluster_list_jobs, {"ml", ""}, 50, "eyJ2Ijo+/="),
+  EXPECT_EQ(list_target(ApiCallId::cluster_list_jobs, {"ml", "", ""}, 50, "eyJ2Ijo+/="),
             "/apis/batch/v1/namespaces/ml/jobs?limit=50&continue=eyJ2Ijo%2B%2F%3D");
   EXPECT_EQ(list_target(ApiCallId::write_list_policyreports,
-                        {"", "app.kubernetes.io/managed-by=cudagate"}, 500, ""),
+                        {"", "app.kubernetes.io/managed-by=cudagate", ""}, 500, ""),
             "/apis/wgpolicyk8s.io/v1alpha2/policyreports?limit=500&labelSelector=app.kubernetes."
             "io%2Fmanaged-by%3Dcudagate");
 }

@@ -208,3 +208,118 @@ TEST_F(LiveInventoryTest, NothingIsPublishedAfterStop) {
 
 }  // namespace
 }  // namespace cudagate
+
+namespace cudagate {
+namespace {
+
+// A ResourceSlice of NVIDIA's driver on `node`: `count` GPUs whose driver
+// supports CUDA `cuda`, in pool generation `generation`.
+ResourceSlice gpu_slice(const std::string& node, const std::string& cuda,
+                        std::int64_t generation = 1, int count = 2) {
+  ResourceSlice slice;
+  slice.name = node + "-gpu.nvidia.com-x1";
+  slice.node_name = node;
+  slice.driver = "gpu.nvidia.com";
+  slice.pool = node;
+  slice.pool_generation = generation;
+  for (int i = 0; i < count; ++i) {
+    slice.devices.push_back(
+        {"gpu-" + std::to_string(i),
+         {{"gpu.nvidia.com/cudaDriverVersion", DeviceAttribute::Type::version, cuda},
+          {"gpu.nvidia.com/productName", DeviceAttribute::Type::string, "NVIDIA L4"},
+          {"gpu.nvidia.com/type", DeviceAttribute::Type::string, "gpu"},
+          {"gpu.nvidia.com/uuid", DeviceAttribute::Type::string, node + std::to_string(i)}}});
+  }
+  return slice;
+}
+
+Node plain_node(const std::string& name) {
+  Node node;
+  node.name = name;
+  node.labels = {{"kubernetes.io/hostname", name}};
+  return node;
+}
+
+// The CUDA of node `name`'s device kinds in `inv`, "" when it has none.
+std::string device_cuda(const Inventory& inv, const std::string& name) {
+  const auto index = inv.index_of(name);
+  if (!index) return "absent";
+  const Node node = inv.node(*index);
+  if (node.devices.empty()) return "";
+  const DeviceAttribute* cuda = node.devices[0].attribute("gpu.nvidia.com/cudaDriverVersion");
+  return cuda != nullptr ? cuda->value : "?";
+}
+
+class LiveSlicesTest : public LiveInventoryTest {};
+
+TEST_F(LiveSlicesTest, SlicesPatchTheirNodesAndNodeEventsKeepTheDevices) {
+  live_.replace_all({plain_node("a"), plain_node("b")});
+  live_.add_slice_page({gpu_slice("a", "12.2.0")}, true, true);
+  settle();
+  ASSERT_FALSE(published_.empty());
+  EXPECT_TRUE(published_.back().slices_from_list);
+  EXPECT_EQ(device_cuda(*published_.back().inventory, "a"), "12.2.0");
+  EXPECT_EQ(device_cuda(*published_.back().inventory, "b"), "");
+
+  // A driver rollout: the slice's pool in a new generation.
+  live_.apply_slices(
+      {{SliceChange::Kind::upsert, "a-gpu.nvidia.com-x1", gpu_slice("a", "12.4.0", 2)}});
+  settle();
+  EXPECT_EQ(device_cuda(*published_.back().inventory, "a"), "12.4.0");
+
+  // A Node event (a new label) keeps the node's devices.
+  Node relabelled = plain_node("a");
+  relabelled.labels.insert(relabelled.labels.begin(), {"example.com/rack", "r7"});  // sorted
+  live_.apply({upsert(relabelled)});
+  settle();
+  EXPECT_EQ(device_cuda(*published_.back().inventory, "a"), "12.4.0");
+  const Inventory& now = *published_.back().inventory;
+  const Node read = now.node(*now.index_of("a"));
+  EXPECT_NE(read.label("example.com/rack"), nullptr);
+
+  // The slice deleted: no devices.
+  live_.apply_slices({{SliceChange::Kind::remove, "a-gpu.nvidia.com-x1", {}}});
+  settle();
+  EXPECT_EQ(device_cuda(*published_.back().inventory, "a"), "");
+}
+
+TEST_F(LiveSlicesTest, ANodeListAttachesTheSlicesKnown) {
+  live_.add_slice_page({gpu_slice("a", "12.8.0")}, true, true);
+  settle();
+  live_.replace_all({plain_node("a"), plain_node("b")});
+  settle();
+  EXPECT_TRUE(published_.back().from_list);
+  EXPECT_EQ(device_cuda(*published_.back().inventory, "a"), "12.8.0");
+  // A slice relist without the node's slice takes its devices away.
+  live_.add_slice_page({gpu_slice("b", "12.2.0")}, true, true);
+  settle();
+  EXPECT_EQ(device_cuda(*published_.back().inventory, "a"), "");
+  EXPECT_EQ(device_cuda(*published_.back().inventory, "b"), "12.2.0");
+}
+
+TEST(SliceChanges, OtherDriversAndUnreadableSlicesAreRemovals) {
+  const auto slice = [](const std::string& driver) {
+    return nlohmann::json{{"apiVersion", "resource.k8s.io/v1"},
+                          {"kind", "ResourceSlice"},
+                          {"metadata", {{"name", "s"}}},
+                          {"spec",
+                           {{"driver", driver},
+                            {"nodeName", "a"},
+                            {"pool", {{"name", "a"}, {"generation", 1}}},
+                            {"devices", nlohmann::json::array()}}}};
+  };
+  nlohmann::json broken = slice("gpu.nvidia.com");
+  broken["spec"]["pool"]["generation"] = "one";
+  auto changes = slice_changes(
+      {{kube::ObjectChange::Kind::upsert, "", "s", slice("gpu.nvidia.com")},
+       {kube::ObjectChange::Kind::upsert, "", "s", slice("compute-domain.nvidia.com")},
+       {kube::ObjectChange::Kind::upsert, "", "s", broken}});
+  ASSERT_EQ(changes.size(), 3u);
+  EXPECT_EQ(changes[0].kind, SliceChange::Kind::upsert);
+  EXPECT_EQ(changes[0].slice.node_name, "a");
+  EXPECT_EQ(changes[1].kind, SliceChange::Kind::remove);
+  EXPECT_EQ(changes[2].kind, SliceChange::Kind::remove);
+}
+
+}  // namespace
+}  // namespace cudagate

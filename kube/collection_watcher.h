@@ -1,0 +1,129 @@
+#pragma once
+// Keeping up with one collection of the API server (Nodes, ResourceSlices,
+// ResourceClaims, ...): performs the WatchProtocol over HTTPS with
+// Boost.Beast on the caller's io_context, one request at a time, on a
+// strand of its own. What is listed and watched, and what becomes of the
+// objects, is the WatchedCollection's: the watcher hands it each list
+// page's body and each watch event's text, and asks it where to send the
+// requests.
+//
+// A list is handed on a page at a time, so that a large collection is never
+// held whole; a page begins a list when it has no continue token (a relist
+// starts again from its first page), and the list is complete with the
+// page the collection is told is the last. Watch events are handed on as
+// they are decoded, and flushed a read's worth at a time. All of it is
+// called on the watcher's strand; the collection must not block it for
+// long. on_step reports each list and watch started and each wait, for
+// metrics and logs.
+//
+// A collection the server does not serve (404) is the collection's to
+// judge (on_not_found): retried as any error, listed again from the start
+// (it moved to another API version), or given up for good (the cluster
+// has no such API: no error, nothing more is asked).
+//
+// An exec credential plugin runs on a thread of its own, and the request
+// waits for its credential without holding an I/O thread; watchers that
+// share their credentials share its runs.
+//
+// Lifetime: the watcher and its collection must outlive the io_context's
+// run(); stop() cancels the request in flight and the wait, after which
+// no handler is called; the destructor waits for a plugin still running
+// (kExecTimeout at most). Requests hold the connection they use, never the
+// watcher's members, past stop().
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/system/error_code.hpp>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "kube/api_connection.h"
+#include "kube/cluster_config.h"
+#include "kube/object_events.h"
+#include "kube/watch_protocol.h"
+#include "types/expected.h"
+
+namespace cudagate::kube {
+
+class WatchedCollection {
+ public:
+  virtual ~WatchedCollection() = default;
+
+  // "nodes", "resourceslices": for logs.
+  [[nodiscard]] virtual std::string_view name() const = 0;
+  // The request target of a list or watch `action`.
+  [[nodiscard]] virtual std::string target(const WatchAction& action,
+                                           const WatchOptions& options) const = 0;
+
+  struct PageMeta {
+    std::string continue_token;
+    std::string resource_version;
+  };
+  // A list page's body: its objects are read and kept until deliver_page;
+  // an Error when the body is not a page of the collection.
+  [[nodiscard]] virtual Expected<PageMeta> read_page(std::string body) = 0;
+  // The page read last, handed on: `first` begins a list, `last` ends it.
+  virtual void deliver_page(bool first, bool last) = 0;
+
+  // One watch event's text, read: what changed is kept for
+  // flush_events(); the envelope (type, resourceVersion, an error's code
+  // and message) is returned, its object possibly taken. An Error skips
+  // the event (logged).
+  [[nodiscard]] virtual Expected<EventEnvelope> read_event(std::string_view text) = 0;
+  // The events read since the last flush, handed on in order.
+  virtual void flush_events() = 0;
+
+  // The server refused a list with `status` (not 404, 410); retried after
+  // a wait in any case.
+  virtual void on_refused(int status) { (void)status; }
+
+  enum class NotFound : unsigned char { retry, relist, absent };
+  // The server answered 404 to a list or watch.
+  [[nodiscard]] virtual NotFound on_not_found() { return NotFound::retry; }
+};
+
+class CollectionWatcher {
+ public:
+  // `credentials` may be shared with other watchers; the watcher runs on
+  // its strand.
+  CollectionWatcher(std::shared_ptr<ApiCredentials> credentials, WatchedCollection& collection,
+                    std::function<void(const WatchAction& action)> on_step,
+                    WatchOptions options = {});
+  ~CollectionWatcher();
+  CollectionWatcher(const CollectionWatcher&) = delete;
+  CollectionWatcher& operator=(const CollectionWatcher&) = delete;
+
+  // Begins the first list. Call once.
+  void start();
+  // Cancels what is in flight; thread-safe, may be called more than once.
+  void stop();
+
+ private:
+  struct Request;
+  void perform(WatchAction action);
+  // Sends the list or watch request of `action` (after the exec plugin, when due).
+  void send(WatchAction action);
+  // True when `request` was cancelled or `ec` failed it (then logged and
+  // retried after a wait).
+  bool failed(const std::shared_ptr<Request>& request, const boost::system::error_code& ec,
+              std::string_view what);
+  void read_header(const std::shared_ptr<Request>& request);
+  void read_body(const std::shared_ptr<Request>& request);
+  // Hands on the events `bytes` complete; false when the stream ended.
+  bool deliver_events(const std::shared_ptr<Request>& request, std::string_view bytes);
+  void finish(const std::shared_ptr<Request>& request, boost::system::error_code ec);
+
+  boost::asio::strand<boost::asio::any_io_executor> strand_;
+  std::shared_ptr<ApiCredentials> credentials_;
+  WatchedCollection& collection_;
+  std::function<void(const WatchAction& action)> on_step_;
+  WatchProtocol protocol_;
+  boost::asio::steady_timer wait_timer_;
+  std::shared_ptr<Request> current_;
+  bool stopped_ = false;
+};
+
+}  // namespace cudagate::kube
