@@ -297,7 +297,10 @@ class DraLiveTest(DraTestCase):
         webhook = self.webhook()
         # The device-plugin pod is judged on the T4 node's labels (driver 535: CUDA 12.2).
         self.assertEqual(webhook.verdict(kube_watch_test.CUDA124_ON_T4), "fail")
-        # The DRA pod only on the nodes with devices of its class: some can run it.
+        # The DRA pod only on the nodes with devices of its class: some can run
+        # it (polled: the slices' patch may land just after readiness).
+        poll_until(lambda: webhook.dra_verdict(dra_review_pod()) in ("partial", "pass"), TIMEOUT,
+                   "the DRA pod judged on the device nodes")
         response = webhook.answer_pod(*dra_review_pod(), path="/mutate")
         self.assertTrue(response["allowed"], response)
         self.assertIn(response["auditAnnotations"]["verdict"], ("partial", "pass"), response)
