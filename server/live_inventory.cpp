@@ -151,6 +151,21 @@ void LiveInventory::add_page(std::vector<Node> nodes, bool first, bool last) {
     if (!last) return;
     current_ = std::make_shared<const Inventory>(listing_->finish());
     listing_.reset();
+    // Slices that arrived while the list was read: the nodes of its earlier
+    // pages were added without them, and the slices' patch skipped nodes
+    // the inventory did not hold yet.
+    std::vector<kube::NodeChange> late;
+    for (const auto& entry : slices_by_node_) {
+      const auto index = current_->index_of(entry.first);
+      if (!index) continue;
+      kube::NodeChange change{kube::NodeChange::Kind::upsert, entry.first, current_->node(*index)};
+      attach_node_devices(change.node);
+      late.push_back(std::move(change));
+    }
+    late = relevant_changes(std::move(late), *current_);
+    if (!late.empty()) {
+      current_ = std::make_shared<const Inventory>(apply_node_changes(*current_, late, *db_));
+    }
     {
       const std::lock_guard lock(mutex_);
       if (stopped_) return;
