@@ -5,23 +5,7 @@
 #include <utility>
 
 namespace cudagate::kube {
-namespace {
-
 using json = nlohmann::json;
-
-std::string string_member(const json& object, const char* key) {
-  if (!object.is_object()) return {};
-  const auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-const json* object_member(const json& object, const char* key) {
-  if (!object.is_object()) return nullptr;
-  const auto it = object.find(key);
-  return it != object.end() && it->is_object() ? &*it : nullptr;
-}
-
-}  // namespace
 
 Expected<NodePage> parse_node_page(std::string_view text) {
   const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);

@@ -25,6 +25,21 @@ struct ObjectPage {
 
 // A page of a list of `kind` objects ("ResourceSlice": a ResourceSliceList);
 // an Error when the text is not one.
+// The member `key` of `object` when it is a string ("" otherwise), and when
+// it is an object (nullptr otherwise): what the list and event readers of
+// every collection read the API server's envelopes with.
+[[nodiscard]] inline std::string string_member(const nlohmann::json& object, const char* key) {
+  if (!object.is_object()) return {};
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+[[nodiscard]] inline const nlohmann::json* object_member(const nlohmann::json& object,
+                                                         const char* key) {
+  if (!object.is_object()) return nullptr;
+  const auto it = object.find(key);
+  return it != object.end() && it->is_object() ? &*it : nullptr;
+}
+
 [[nodiscard]] Expected<ObjectPage> parse_object_page(std::string_view text, std::string_view kind);
 
 struct EventEnvelope {
