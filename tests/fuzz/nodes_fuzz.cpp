@@ -36,8 +36,8 @@ cudagate::PodSpec fixed_pod() {
   };
   spec.tolerations = {{"nvidia.com/gpu", "Exists", "", "NoSchedule"},
                       {"dedicated", "Equal", "ml", ""}};
-  spec.containers = {{"train", "img", false, {}, {{"nvidia.com/gpu", 1}}},
-                     {"init", "img", true, {}, {{"nvidia.com/mig-1g.10gb", 1}}}};
+  spec.containers = {{"train", "img", false, {}, {{"nvidia.com/gpu", 1}}, {}},
+                     {"init", "img", true, {}, {{"nvidia.com/mig-1g.10gb", 1}}, {}}};
   return spec;
 }
 
