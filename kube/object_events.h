@@ -23,8 +23,6 @@ struct ObjectPage {
   std::string resource_version;  // metadata.resourceVersion
 };
 
-// A page of a list of `kind` objects ("ResourceSlice": a ResourceSliceList);
-// an Error when the text is not one.
 // The member `key` of `object` when it is a string ("" otherwise), and when
 // it is an object (nullptr otherwise): what the list and event readers of
 // every collection read the API server's envelopes with.
@@ -40,6 +38,8 @@ struct ObjectPage {
   return it != object.end() && it->is_object() ? &*it : nullptr;
 }
 
+// A page of a list of `kind` objects ("ResourceSlice": a ResourceSliceList);
+// an Error when the text is not one.
 [[nodiscard]] Expected<ObjectPage> parse_object_page(std::string_view text, std::string_view kind);
 
 struct EventEnvelope {

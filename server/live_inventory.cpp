@@ -156,11 +156,7 @@ void LiveInventory::add_page(std::vector<Node> nodes, bool first, bool last) {
     // the inventory did not hold yet.
     std::vector<kube::NodeChange> late;
     for (const auto& entry : slices_by_node_) {
-      const auto index = current_->index_of(entry.first);
-      if (!index) continue;
-      kube::NodeChange change{kube::NodeChange::Kind::upsert, entry.first, current_->node(*index)};
-      attach_node_devices(change.node);
-      late.push_back(std::move(change));
+      if (auto change = device_patch(entry.first)) late.push_back(std::move(*change));
     }
     late = relevant_changes(std::move(late), *current_);
     if (!late.empty()) {
@@ -217,6 +213,14 @@ void LiveInventory::drop_slice(const std::string& name, std::vector<std::string>
     if (node->second.empty()) slices_by_node_.erase(node);
   }
   node_of_slice_.erase(it);
+}
+
+std::optional<kube::NodeChange> LiveInventory::device_patch(const std::string& name) const {
+  const auto index = current_->index_of(name);
+  if (!index) return std::nullopt;
+  kube::NodeChange change{kube::NodeChange::Kind::upsert, name, current_->node(*index)};
+  attach_node_devices(change.node);
+  return change;
 }
 
 void LiveInventory::attach_node_devices(Node& node) const {
@@ -300,11 +304,8 @@ void LiveInventory::rebuild() {
     if (change.kind == kube::NodeChange::Kind::upsert) attach_node_devices(change.node);
   }
   for (const std::string& name : affected) {
-    const auto index = current_->index_of(name);
-    if (named.contains(name) || !index) continue;
-    kube::NodeChange change{kube::NodeChange::Kind::upsert, name, current_->node(*index)};
-    attach_node_devices(change.node);
-    changes.push_back(std::move(change));
+    if (named.contains(name)) continue;
+    if (auto change = device_patch(name)) changes.push_back(std::move(*change));
   }
   changes = relevant_changes(std::move(changes), *current_);
   if (changes.empty() && slice_list) {

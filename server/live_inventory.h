@@ -37,6 +37,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -130,6 +131,9 @@ class LiveInventory {
   void drop_slice(const std::string& name, std::vector<std::string>& affected);
   // `node` with the device kinds of its current slices.
   void attach_node_devices(Node& node) const;
+  // An upsert of inventory node `name` with the device kinds of its current
+  // slices; nullopt when the inventory does not hold it.
+  std::optional<kube::NodeChange> device_patch(const std::string& name) const;
 
   boost::asio::any_io_executor executor_;
   std::shared_ptr<const CompatDb> db_;
