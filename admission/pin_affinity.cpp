@@ -402,7 +402,9 @@ NodeSet compatible_candidates(const Workload& workload, const Decision& decision
       compatible |= inventory.groups()[g.group].members;
     }
   }
-  compatible &= inventory.candidates(candidate_spec(workload.spec, decision));
+  compatible &= decision.device_requests.empty()
+                    ? inventory.candidates(workload.spec)
+                    : inventory.candidates(candidate_spec(workload.spec, decision));
   return compatible;
 }
 

@@ -381,9 +381,15 @@ Expected<Decision> evaluate(const Workload& workload, const Inventory& inventory
   CandidateScratch& scratch = inputs.scratch != nullptr ? *inputs.scratch : scratch_here;
   // Candidates as slots: each group's members are one range of them.
   const bool devices = !use.requests.empty();
-  if (devices) set_device_requests(d, use);
-  const NodeSet& candidates = inventory.candidate_slots(
-      devices ? candidate_spec(workload.spec, d) : workload.spec, scratch);
+  // Only a pod with device requests needs a spec of its own: a conditional
+  // expression would copy workload.spec for every other pod.
+  std::optional<PodSpec> with_devices;
+  if (devices) {
+    set_device_requests(d, use);
+    with_devices = candidate_spec(workload.spec, d);
+  }
+  const NodeSet& candidates =
+      inventory.candidate_slots(with_devices ? *with_devices : workload.spec, scratch);
   d.candidates = candidates.count();
   if (d.candidates == 0) {
     d.verdict = Verdict::no_candidates;
