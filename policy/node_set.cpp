@@ -15,11 +15,13 @@ namespace {
 
 // The population counts run on every decision; x86-64's baseline has no
 // POPCNT instruction, so they are compiled twice and the CPU picks.
-// (Not under AddressSanitizer: the clones' resolver runs before it starts.)
-#if defined(__SANITIZE_ADDRESS__)
+// (Not under AddressSanitizer or ThreadSanitizer: the clones' resolver is
+// instrumented and runs, while the dynamic loader relocates, before the
+// sanitizer's runtime has started.)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define CUDAGATE_SANITIZED 1
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
 #define CUDAGATE_SANITIZED 1
 #endif
 #endif
