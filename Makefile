@@ -1,5 +1,5 @@
 # Entry points; the build itself is CMake (CMakePresets.json).
-#   make test    every test: scripts/test.sh (release, dev with sanitizers, fuzz)
+#   make test    every test: scripts/test.sh (release, dev with sanitizers, tsan, fuzz)
 #   make bench   the Google Benchmark suite (release build), then the load
 #                comparison against ../shared/bench's peers (bench/compare.sh)
 #   make fuzz    every libFuzzer target for 10 million runs (scripts/fuzz.sh;
