@@ -285,7 +285,7 @@ void route(const HttpRequest& request, const ServerState& state, WebhookMetrics&
   // goes on to fill the cache).
   const auto budget = snapshot->policy->registry.timeout;
   registry->lookup(outcome.wanted_images, budget,
-                   [&request, &state, &metrics, registry, respond, start, name,
+                   [&request, &state, &metrics, registry, respond = std::move(respond), start, name,
                     endpoint = endpoint->endpoint, mode, snapshot = std::move(snapshot)] {
                      CachedImageFacts after(*registry);
                      respond(record(judge(endpoint, mode, request, *snapshot, &after, false), name,

@@ -8,10 +8,21 @@
 
 namespace cudagate {
 
+namespace {
+
+std::shared_ptr<const Snapshot> first_snapshot(std::shared_ptr<const CompatDb> db,
+                                               std::shared_ptr<const Policy> policy,
+                                               std::shared_ptr<const Inventory> inventory) {
+  auto platform = fleet_platform(*inventory);
+  return std::make_shared<const Snapshot>(Snapshot{
+      std::move(db), std::move(policy), std::move(inventory), std::move(platform), nullptr});
+}
+
+}  // namespace
+
 ServerState::ServerState(std::shared_ptr<const CompatDb> db, std::shared_ptr<const Policy> policy,
                          std::shared_ptr<const Inventory> inventory)
-    : current_(std::make_shared<const Snapshot>(Snapshot{
-          std::move(db), std::move(policy), inventory, fleet_platform(*inventory), nullptr})) {}
+    : current_(first_snapshot(std::move(db), std::move(policy), std::move(inventory))) {}
 
 std::shared_ptr<const Snapshot> ServerState::snapshot() const {
   const std::lock_guard lock(mutex_);

@@ -89,7 +89,7 @@ Call call(Endpoint endpoint, const json& sent, std::string_view mode = "",
   return c;
 }
 
-json apply_patch(json doc, const json& response) {
+json apply_patch(const json& doc, const json& response) {
   return doc.patch(json::parse(base64_decode(response["patch"])));
 }
 
@@ -352,8 +352,8 @@ TEST(Admission, DeploymentUpdate) {
 }
 
 TEST(Admission, UntouchedRequests) {
-  const auto untouched = [](json sent, Endpoint ep = Endpoint::validate) {
-    const Call c = call(ep, sent);
+  const auto untouched = [](const json& sent, Endpoint ep = Endpoint::validate) {
+    Call c = call(ep, sent);
     EXPECT_TRUE(c.response["allowed"].get<bool>()) << sent["request"].dump().substr(0, 200);
     EXPECT_FALSE(c.response.contains("warnings"));
     EXPECT_FALSE(c.response.contains("auditAnnotations"));

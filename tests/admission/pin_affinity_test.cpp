@@ -28,7 +28,7 @@ using nlohmann::json;
 Inventory inventory_of(const std::string& nodes_json) {
   auto nodes = parse_nodes(nodes_json, "nodes");
   if (!nodes) throw std::runtime_error(nodes.error().str());
-  return Inventory::build(std::move(*nodes), db());
+  return Inventory::build(*nodes, db());
 }
 
 // A small RFC 6902 apply with the API server's (evanphx json-patch)
@@ -122,7 +122,7 @@ json pin_and_verify(const json& object, const Inventory& inventory,
     return object;
   }
   EXPECT_EQ(pin->nodes, expected_nodes.size());
-  const json patched = apply_patch(object, pin->patch);
+  json patched = apply_patch(object, pin->patch);
   const Workload pw = workload_of(patched);
   const NodeSet wanted = compatible_candidates(w, d, inventory);
   EXPECT_EQ(names_of(wanted, inventory), expected_nodes);

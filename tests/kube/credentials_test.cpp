@@ -18,7 +18,7 @@ namespace {
 using std::chrono::milliseconds;
 
 std::string temp_dir(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "credentials-" + name;
+  std::string dir = ::testing::TempDir() + "credentials-" + name;
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;

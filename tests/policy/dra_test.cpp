@@ -282,7 +282,7 @@ DeviceKind h100_kind() {
 }
 
 struct SelectorRow {
-  const char* expression;
+  const char* expression = nullptr;
   std::optional<bool> on_h100;  // nullopt: CEL stops with an error
 };
 

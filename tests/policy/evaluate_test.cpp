@@ -87,8 +87,8 @@ Node bare_gpu_node(const std::string& name) {
   return n;
 }
 
-Inventory fleet(std::vector<Node> nodes) {
-  return Inventory::build(std::move(nodes), db());
+Inventory fleet(const std::vector<Node>& nodes) {
+  return Inventory::build(nodes, db());
 }
 
 struct PodEnv {
@@ -359,7 +359,7 @@ TEST(Evaluate, CandidatesFollowSelectorsTaintsAndCordons) {
   nodes[1].unschedulable = true;
   nodes[2].taints = {Taint{"nvidia.com/gpu", "", "NoSchedule"}};
   nodes[3].taints = {Taint{"nvidia.com/gpu", "", "NoSchedule"}};
-  const Inventory inv = fleet(std::move(nodes));
+  const Inventory inv = fleet(nodes);
   Workload w = gpu_pod({{"CUDA_VERSION", "12.4"}});
   const Decision untolerated = decide(w, inv);
   EXPECT_EQ(untolerated.candidates, 1U);
@@ -501,7 +501,7 @@ TEST(Evaluate, GroupsListAtMostTwentyNames) {
   for (int i = 0; i < 30; ++i) {
     nodes.push_back(t4("gpu-t4-" + std::to_string(100 + i), "535.129.03"));
   }
-  const Decision d = decide(gpu_pod({{"CUDA_VERSION", "12.4"}}), fleet(std::move(nodes)));
+  const Decision d = decide(gpu_pod({{"CUDA_VERSION", "12.4"}}), fleet(nodes));
   ASSERT_EQ(d.groups.size(), 1U);
   EXPECT_EQ(d.groups[0].count, 30U);
   ASSERT_EQ(d.groups[0].nodes.size(), kMaxGroupNodeNames);

@@ -95,7 +95,7 @@ class Fleet {
         n.unschedulable = !n.unschedulable;
         break;
       case 5:  // resources
-        if (!n.allocatable.empty()) n.allocatable[0].second = pick(9);
+        if (!n.allocatable.empty()) n.allocatable[0].second = static_cast<std::int64_t>(pick(9));
         break;
       case 6:  // a label added or gone
         if (n.label("team") != nullptr) {

@@ -490,7 +490,7 @@ TEST(Inventory, DriverVersionsEqualByNumberShareAGroup) {
   std::vector<Node> nodes = cluster();
   nodes[2].labels = {
       {"cudagate.io/driver-version", "535.129.3"}, {"gpu.count", "1"}, {"pool", "t4"}};
-  const Inventory inv = Inventory::build(std::move(nodes), test_db());
+  const Inventory inv = Inventory::build(nodes, test_db());
   EXPECT_EQ(inv.group_of(1), inv.group_of(2));
 }
 
@@ -498,7 +498,7 @@ TEST(Inventory, DriverVersionsEqualByNumberShareAGroup) {
 TEST(Inventory, FixtureFleetCandidates) {
   auto nodes = parse_nodes(read_fixture("nodes/fleet.json"), "fleet.json");
   ASSERT_TRUE(nodes) << nodes.error().str();
-  const Inventory inv = Inventory::build(std::move(*nodes), test_db());
+  const Inventory inv = Inventory::build(*nodes, test_db());
   EXPECT_EQ(inv.gpu_nodes(), 11U);
   EXPECT_EQ(inv.unknown_gpu_nodes(), 0U);
   // T4 x2 on 535, T4 on 525, L4 (the cordoned one too), A100 on 550 (MIG node
@@ -552,7 +552,7 @@ TEST(Inventory, TenThousandNodes) {
     if (i % 1000 == 1) node.unschedulable = true;
     nodes.push_back(std::move(node));
   }
-  const Inventory inv = Inventory::build(std::move(nodes), test_db());
+  const Inventory inv = Inventory::build(nodes, test_db());
   EXPECT_EQ(inv.candidates(spec_of("  nodeSelector: {pool: h100}\n")).count(), 1000U);
   EXPECT_EQ(
       inv.candidates(spec_of("  nodeSelector: {kubernetes.io/hostname: node-4242}\n")).count(), 1U);

@@ -91,7 +91,8 @@ PlacedWorkload placed(std::string kind, std::string name, std::string owner_kind
                       std::string owner = "") {
   PlacedWorkload w;
   w.workload.resource = ResourceRef{"v1", std::move(kind), "ml", std::move(name)};
-  if (!owner_kind.empty()) w.controller = ResourceRef{"", std::move(owner_kind), "", owner};
+  if (!owner_kind.empty())
+    w.controller = ResourceRef{"", std::move(owner_kind), "", std::move(owner)};
   return w;
 }
 
