@@ -213,7 +213,10 @@ std::string grid_cel(const Grid& grid, std::string_view attribute) {
     if (!pass && start >= 0) {
       std::string range = at_least(start / kMinors, start % kMinors);
       // A run that reaches the grid's top stays open for what comes later.
-      if (i < end_index) range = "(" + range + " && " + below(i / kMinors, i % kMinors) + ")";
+      if (i < end_index) {
+        range.insert(0, "(");
+        range.append(" && ").append(below(i / kMinors, i % kMinors)).append(")");
+      }
       ranges.push_back(std::move(range));
       start = -1;
     }

@@ -215,7 +215,8 @@ bool print_claims(std::ostream& out, const std::vector<std::pair<Workload, std::
       const std::string& name = from_template ? pod_claim.template_name : pod_claim.claim_name;
       const ClaimSpec* claim = claims.find(kind, ns, name);
       if (claim == nullptr || claim->object.is_null()) continue;
-      const std::string key = kind + "/" + ns + "/" + name;
+      std::string key = kind;
+      key.append("/").append(ns).append("/").append(name);
       auto [it, added] = changed.try_emplace(key, claim->object);
       for (nlohmann::json* way : gpu_ways(it->second, policy)) {
         nlohmann::json& list = (*way)["selectors"];

@@ -154,7 +154,7 @@ Expected<SliceListing> list_cluster_slices(BlockingApiClient& client) {
   SliceListing out;
   const ApiCall& c = api_call(ApiCallId::cluster_list_resourceslices);
   auto version = list_dra(client, ApiCallId::cluster_list_resourceslices, "",
-                          [&](nlohmann::json page, bool first) {
+                          [&](const nlohmann::json& page, bool first) {
                             if (first) out = SliceListing{};
                             const nlohmann::json* items = items_of(page);
                             if (items == nullptr) return;
@@ -179,7 +179,7 @@ Expected<ClaimListing> list_cluster_claims(BlockingApiClient& client,
        {ApiCallId::cluster_list_resourceclaimtemplates, ApiCallId::cluster_list_resourceclaims}) {
     const std::size_t claims_before = out.claims.size();
     const std::size_t skipped_before = out.skipped.size();
-    auto version = list_dra(client, call, namespace_, [&](nlohmann::json page, bool first) {
+    auto version = list_dra(client, call, namespace_, [&](const nlohmann::json& page, bool first) {
       if (first) {
         out.claims.resize(claims_before);
         out.skipped.resize(skipped_before);

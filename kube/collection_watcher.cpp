@@ -32,7 +32,7 @@ using std::chrono::seconds;
 
 constexpr seconds kListReadTimeout{120};
 constexpr std::size_t kMaxListPage = std::size_t{1} << 30;
-constexpr std::size_t kMaxErrorBody = 64 * 1024;
+constexpr std::size_t kMaxErrorBody = std::size_t{64} * 1024;
 
 }  // namespace
 
@@ -40,7 +40,7 @@ struct CollectionWatcher::Request : std::enable_shared_from_this<CollectionWatch
   WatchAction action;
   std::shared_ptr<ApiConnection> connection;
   http::response_parser<http::buffer_body> parser;
-  std::array<char, 64 * 1024> chunk{};
+  std::array<char, std::size_t{64} * 1024> chunk{};
   std::string body;  // a list page, or an error's body
   EventStream events;
   int status = 0;

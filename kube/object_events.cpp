@@ -9,7 +9,7 @@ using json = nlohmann::json;
 Expected<ObjectPage> parse_object_page(std::string_view text, std::string_view kind) {
   json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
   const std::string list_kind = std::string(kind) + "List";
-  const std::string what = list_kind;
+  const std::string& what = list_kind;
   if (doc.is_discarded() || !doc.is_object()) {
     return Error{what, "the response is not a JSON object"};
   }

@@ -67,7 +67,7 @@ Expected<std::vector<DeviceAttribute>> read_attributes(const json& device, std::
     // The one member: its key names the type (an iterator, not items(),
     // whose proxy would not outlive this statement).
     const auto member = value.begin();
-    const std::string type = member.key();
+    const std::string& type = member.key();
     const json& v = member.value();
     DeviceAttribute a;
     a.name = qualified(name, driver);
@@ -808,8 +808,10 @@ ClaimUse claim_use(const PodSpec& spec, std::string_view namespace_, const Claim
     }
     r.spec = catalog != nullptr ? catalog->find(kind, ns, name) : nullptr;
     if (r.spec == nullptr) {
-      out.missing.push_back("pod claim " + quote(claim.name) + " names " + kind + " " + ns + "/" +
-                            name + ", which cudagate does not know");
+      std::string missing = "pod claim " + quote(claim.name);
+      missing.append(" names ").append(kind).append(" ").append(ns).append("/").append(name);
+      missing.append(", which cudagate does not know");
+      out.missing.push_back(std::move(missing));
       resolved.push_back(std::move(r));
       continue;
     }
@@ -827,8 +829,9 @@ ClaimUse claim_use(const PodSpec& spec, std::string_view namespace_, const Claim
                gpu_classes.end();
       });
       ClaimUse::Request use;
-      use.label = "claim " + quote(claim.name) + " (" + kind + " " + ns + "/" + name +
-                  "), request " + quote(request.name);
+      use.label = "claim " + quote(claim.name);
+      use.label.append(" (").append(kind).append(" ").append(ns).append("/").append(name);
+      use.label.append("), request ").append(quote(request.name));
       use.devices = class_devices(way->device_class);
       use.count = way->all ? 1 : way->count;
       std::string unread;

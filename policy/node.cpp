@@ -189,7 +189,7 @@ std::optional<ComputeCapability> cc_from_semver(std::string_view text) {
   if (first != std::string_view::npos) {
     const std::size_t second = text.find('.', first + 1);
     if (second != std::string_view::npos) {
-      if (text.find_first_not_of("0", second + 1) != std::string_view::npos) return std::nullopt;
+      if (text.find_first_not_of('0', second + 1) != std::string_view::npos) return std::nullopt;
       text = text.substr(0, second);
     }
   }

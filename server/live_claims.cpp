@@ -35,11 +35,12 @@ std::optional<ClaimSpec> watched_claim(const nlohmann::json& object) {
 
 }  // namespace
 
-LiveClaims::LiveClaims(boost::asio::any_io_executor executor, std::chrono::milliseconds coalesce,
-                       Publish publish)
+LiveClaims::LiveClaims(const boost::asio::any_io_executor& executor,
+                       std::chrono::milliseconds coalesce, Publish publish)
     : executor_(executor), coalesce_(coalesce), publish_(std::move(publish)), timer_(executor) {}
 
-void LiveClaims::add_page(Source source, std::vector<nlohmann::json> items, bool first, bool last) {
+void LiveClaims::add_page(Source source, const std::vector<nlohmann::json>& items, bool first,
+                          bool last) {
   std::vector<ClaimSpec> claims;
   for (const nlohmann::json& item : items) {
     if (auto claim = watched_claim(item)) claims.push_back(std::move(*claim));

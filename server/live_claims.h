@@ -47,13 +47,13 @@ class LiveClaims {
   };
   using Publish = std::function<void(const Update&)>;
 
-  LiveClaims(boost::asio::any_io_executor executor, std::chrono::milliseconds coalesce,
+  LiveClaims(const boost::asio::any_io_executor& executor, std::chrono::milliseconds coalesce,
              Publish publish);
 
   // A page of a list of `source`: `first` begins it (dropping its events
   // queued before), `last` ends it, and then its objects replace those of
   // `source` in the next catalog.
-  void add_page(Source source, std::vector<nlohmann::json> items, bool first, bool last);
+  void add_page(Source source, const std::vector<nlohmann::json>& items, bool first, bool last);
   // Watch events of `source`, in order.
   void apply(Source source, std::vector<kube::ObjectChange> changes);
   // Stops the timer; nothing is published after the executor ran it.

@@ -102,10 +102,10 @@ std::string object_name(const nlohmann::json& object) {
 
 }  // namespace
 
-std::vector<SliceChange> slice_changes(std::vector<kube::ObjectChange> changes) {
+std::vector<SliceChange> slice_changes(const std::vector<kube::ObjectChange>& changes) {
   std::vector<SliceChange> out;
   out.reserve(changes.size());
-  for (kube::ObjectChange& change : changes) {
+  for (const kube::ObjectChange& change : changes) {
     SliceChange slice_change{SliceChange::Kind::remove, change.name, {}};
     if (change.kind == kube::ObjectChange::Kind::upsert) {
       if (auto slice = nvidia_slice(change.object, change.name)) {

@@ -80,7 +80,8 @@ struct SliceChange {
   std::string name;
   ResourceSlice slice;  // upsert
 };
-[[nodiscard]] std::vector<SliceChange> slice_changes(std::vector<kube::ObjectChange> changes);
+[[nodiscard]] std::vector<SliceChange> slice_changes(
+    const std::vector<kube::ObjectChange>& changes);
 // The slices of NVIDIA's driver in a list page; unreadable ones are left
 // out, each logged with its name and field.
 [[nodiscard]] std::vector<ResourceSlice> slices_of_page(const std::vector<nlohmann::json>& items);

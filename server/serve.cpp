@@ -296,11 +296,11 @@ std::optional<Error> serve(const ServeSettings& settings) {
     // Dynamic Resource Allocation: ResourceSlices as node facts, claims and
     // templates as what pods ask for; a cluster without the API runs without.
     kube::ObjectWatcherHandlers slices;
-    slices.on_page = [&](std::vector<nlohmann::json> items, bool first, bool last) {
+    slices.on_page = [&](const std::vector<nlohmann::json>& items, bool first, bool last) {
       live_inventory->add_slice_page(slices_of_page(items), first, last);
     };
-    slices.on_changes = [&](std::vector<kube::ObjectChange> changes) {
-      live_inventory->apply_slices(slice_changes(std::move(changes)));
+    slices.on_changes = [&](const std::vector<kube::ObjectChange>& changes) {
+      live_inventory->apply_slices(slice_changes(changes));
     };
     slices.on_step = on_step;
     slices.on_absent = [&] { sync.done(SyncGate::slices); };
@@ -309,8 +309,8 @@ std::optional<Error> serve(const ServeSettings& settings) {
                           std::move(slices), watch_options);
     const auto claim_handlers = [&](LiveClaims::Source source, SyncGate::Part part) {
       kube::ObjectWatcherHandlers out;
-      out.on_page = [&, source](std::vector<nlohmann::json> items, bool first, bool last) {
-        live_claims->add_page(source, std::move(items), first, last);
+      out.on_page = [&, source](const std::vector<nlohmann::json>& items, bool first, bool last) {
+        live_claims->add_page(source, items, first, last);
       };
       out.on_changes = [&, source](std::vector<kube::ObjectChange> changes) {
         live_claims->apply(source, std::move(changes));
