@@ -45,18 +45,30 @@ tidy_changed() {
 configs=("$@")
 [ ${#configs[@]} -eq 0 ] && configs=(release dev tsan fuzz)
 
+# Each stage's build and test time, printed at the end: CI has a time limit.
+timings=()
 for preset in "${configs[@]}"; do
   echo "==> ${preset}: configure and build"
+  started=$(date +%s)
   cmake --preset "$preset" >/dev/null
   if [ "$preset" = fuzz ]; then
     mapfile -t fuzzers < <(find tests/fuzz -maxdepth 1 -name '*_fuzz.cpp' -printf '%f\n' | sed 's/\.cpp$//' | sort)
     cmake --build --preset fuzz -j "$jobs" --target "${fuzzers[@]}"
+    built=$(date +%s)
     echo "==> fuzz: ${#fuzzers[@]} targets"
     ctest --test-dir build/fuzz -R '^fuzz\.' -j "$jobs" --output-on-failure
   else
     cmake --build --preset "$preset" -j "$jobs"
+    built=$(date +%s)
     echo "==> ${preset}: test"
     ctest --preset "$preset" -j "$jobs"
-    if [ "$preset" = release ]; then tidy_changed; fi
+  fi
+  tested=$(date +%s)
+  timings+=("${preset}: built in $((built - started)) s, tested in $((tested - built)) s")
+  if [ "$preset" = release ]; then
+    tidy_changed
+    timings+=("tidy: $(($(date +%s) - tested)) s")
   fi
 done
+echo "==> stages"
+printf '    %s\n' "${timings[@]}"
