@@ -402,9 +402,7 @@ NodeSet compatible_candidates(const Workload& workload, const Decision& decision
       compatible |= inventory.groups()[g.group].members;
     }
   }
-  compatible &= decision.device_requests.empty()
-                    ? inventory.candidates(workload.spec)
-                    : inventory.candidates(candidate_spec(workload.spec, decision));
+  compatible &= inventory.candidates(workload.spec, added_requests(decision));
   return compatible;
 }
 
@@ -439,7 +437,7 @@ Expected<Pin> pin_affinity(const json& object, const Workload& workload, const D
                 {"spec", patched_spec(*spec, combined)}};
     auto patched = workload_from_json(pod, "pinned pod");
     if (!patched) return patched.error();
-    if (!(inventory.candidates(candidate_spec(patched->spec, decision)) == wanted)) {
+    if (!(inventory.candidates(patched->spec, added_requests(decision)) == wanted)) {
       return std::optional<Pin>();
     }
     Pin pin;

@@ -134,7 +134,7 @@ struct Decision {
   std::vector<std::string> claims;
   // The devices the claims request, as requests of the DRA allocatable
   // entries (dra_resource_name) of container `device_container`: what
-  // candidate selection added to the pod spec (candidate_spec()).
+  // candidate selection adds to the pod spec's requests (added_requests()).
   std::vector<std::pair<std::string, std::int64_t>> device_requests;
   std::size_t device_container = 0;
   // What the groups' node names view when evaluate() made them (the

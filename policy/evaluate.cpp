@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "policy/rules.h"
+#include "types/saturating.h"
 
 namespace cudagate {
 namespace {
@@ -244,7 +245,7 @@ void set_device_requests(Decision& d, const ClaimUse& use) {
     const auto it = std::find_if(d.device_requests.begin(), d.device_requests.end(),
                                  [&](const auto& entry) { return entry.first == name; });
     if (it != d.device_requests.end()) {
-      it->second += request.count;
+      it->second = saturating_add(it->second, request.count);
     } else {
       d.device_requests.emplace_back(name, request.count);
     }
@@ -261,25 +262,6 @@ void add_findings(std::vector<Finding>& to, const std::vector<Finding>& from) {
 }
 
 }  // namespace
-
-PodSpec candidate_spec(const PodSpec& spec, const Decision& decision) {
-  PodSpec out = spec;
-  if (decision.device_requests.empty() || decision.device_container >= out.containers.size()) {
-    return out;
-  }
-  auto& resources = out.containers[decision.device_container].resources;
-  for (const auto& request : decision.device_requests) {
-    const std::string& name = request.first;
-    const auto it = std::find_if(resources.begin(), resources.end(),
-                                 [&](const auto& entry) { return entry.first == name; });
-    if (it != resources.end()) {
-      it->second += request.second;
-    } else {
-      resources.emplace_back(name, request.second);
-    }
-  }
-  return out;
-}
 
 std::vector<const ContainerSpec*> gpu_containers(const Workload& workload, const Policy& policy,
                                                  const ClaimCatalog* claims) {
@@ -381,15 +363,8 @@ Expected<Decision> evaluate(const Workload& workload, const Inventory& inventory
   CandidateScratch& scratch = inputs.scratch != nullptr ? *inputs.scratch : scratch_here;
   // Candidates as slots: each group's members are one range of them.
   const bool devices = !use.requests.empty();
-  // Only a pod with device requests needs a spec of its own: a conditional
-  // expression would copy workload.spec for every other pod.
-  std::optional<PodSpec> with_devices;
-  if (devices) {
-    set_device_requests(d, use);
-    with_devices = candidate_spec(workload.spec, d);
-  }
-  const NodeSet& candidates =
-      inventory.candidate_slots(with_devices ? *with_devices : workload.spec, scratch);
+  if (devices) set_device_requests(d, use);
+  const NodeSet& candidates = inventory.candidate_slots(workload.spec, scratch, added_requests(d));
   d.candidates = candidates.count();
   if (d.candidates == 0) {
     d.verdict = Verdict::no_candidates;

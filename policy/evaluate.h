@@ -37,9 +37,12 @@ struct EvaluationInputs {
 [[nodiscard]] std::vector<const ContainerSpec*> gpu_containers(
     const Workload& workload, const Policy& policy, const ClaimCatalog* claims = nullptr);
 
-// The pod spec candidates are chosen for: `spec` with the decision's
-// device requests (a pod that claims DRA devices), else `spec` itself.
-[[nodiscard]] PodSpec candidate_spec(const PodSpec& spec, const Decision& decision);
+// What candidates are chosen for beside the pod spec: the decision's device
+// requests (a pod that claims DRA devices; none for any other). The view
+// lives as long as `decision`.
+[[nodiscard]] inline AddedRequests added_requests(const Decision& decision) {
+  return {decision.device_requests, decision.device_container};
+}
 
 // Evaluates SPEC 2 in full. Errors are values a person wrote that do not
 // parse (an annotation "12.x", an unknown arch name in the pod's env).

@@ -8,6 +8,8 @@
 #include <string>
 #include <utility>
 
+#include "types/saturating.h"
+
 namespace cudagate {
 namespace {
 
@@ -1006,12 +1008,13 @@ void Inventory::match_term(const NodeSelectorTerm& term, NodeSet& out,
   }
 }
 
-NodeSet Inventory::candidates(const PodSpec& spec) const {
+NodeSet Inventory::candidates(const PodSpec& spec, AddedRequests added) const {
   CandidateScratch scratch;
-  return to_nodes(candidate_slots(spec, scratch));
+  return to_nodes(candidate_slots(spec, scratch, added));
 }
 
-const NodeSet& Inventory::candidate_slots(const PodSpec& spec, CandidateScratch& scratch) const {
+const NodeSet& Inventory::candidate_slots(const PodSpec& spec, CandidateScratch& scratch,
+                                          AddedRequests added) const {
   const std::size_t n = slot_count_;
   NodeSet& result = scratch.result;
   // A pod with nodeName skips the scheduler: the kubelet admits it after
@@ -1066,21 +1069,43 @@ const NodeSet& Inventory::candidate_slots(const PodSpec& spec, CandidateScratch&
   // the app containers' sum and the largest init container's.
   auto& requests = scratch.requests;
   requests.clear();
-  for (const ContainerSpec& c : spec.containers) {
-    for (const auto& entry : c.resources) {
-      const std::string_view resource = entry.first;
-      const std::int64_t amount = entry.second;
-      auto it =
-          std::find_if(requests.begin(), requests.end(),
-                       [&](const CandidateScratch::Request& r) { return r.resource == resource; });
-      if (it == requests.end()) it = requests.insert(requests.end(), {resource, 0, 0});
-      if (c.init) {
-        it->init = std::max(it->init, amount);
-      } else {
-        it->app = amount > std::numeric_limits<std::int64_t>::max() - it->app
-                      ? std::numeric_limits<std::int64_t>::max()
-                      : it->app + amount;
+  const auto count = [&requests](std::string_view resource, std::int64_t amount, bool init) {
+    auto it =
+        std::find_if(requests.begin(), requests.end(),
+                     [&](const CandidateScratch::Request& r) { return r.resource == resource; });
+    if (it == requests.end()) it = requests.insert(requests.end(), {resource, 0, 0});
+    if (init) {
+      it->init = std::max(it->init, amount);
+    } else {
+      it->app = saturating_add(it->app, amount);
+    }
+  };
+  for (std::size_t i = 0; i < spec.containers.size(); ++i) {
+    const ContainerSpec& c = spec.containers[i];
+    if (i != added.container || added.requests.empty()) {
+      for (const auto& [resource, amount] : c.resources) count(resource, amount, c.init);
+      continue;
+    }
+    // The container's own request of a resource and the added ones are one
+    // request of their sum.
+    const auto added_of = [&added](std::string_view resource) {
+      std::int64_t sum = 0;
+      for (const auto& [name, more] : added.requests) {
+        if (name == resource) sum = saturating_add(sum, more);
       }
+      return sum;
+    };
+    for (const auto& [resource, amount] : c.resources) {
+      count(resource, saturating_add(amount, added_of(resource)), c.init);
+    }
+    for (auto a = added.requests.begin(); a != added.requests.end(); ++a) {
+      const std::string& name = a->first;
+      const auto same = [&name](const auto& entry) { return entry.first == name; };
+      if (std::any_of(c.resources.begin(), c.resources.end(), same) ||
+          std::any_of(added.requests.begin(), a, same)) {
+        continue;  // counted above, or with the first entry of its name
+      }
+      count(name, added_of(name), c.init);
     }
   }
   for (const auto& request : requests) {

@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -54,6 +55,14 @@ struct CandidateScratch {
   NodeSet part;  // one requirement, or the nodes with enough of a resource
   NodeSet kept;  // an intersection with an index list
   std::vector<Request> requests;
+};
+
+// Extended resources that one container of a pod needs beyond those its
+// spec requests: the devices its resource claims allocate (Dynamic Resource
+// Allocation). They count as if the container requested them too.
+struct AddedRequests {
+  std::span<const std::pair<std::string, std::int64_t>> requests;
+  std::size_t container = 0;
 };
 
 class InventoryBuilder;
@@ -106,15 +115,16 @@ class Inventory {
   // nodeName, nodeSelector, required node affinity (matchExpressions and
   // matchFields on metadata.name), NoSchedule/NoExecute taints (cordoned
   // nodes tainted node.kubernetes.io/unschedulable:NoSchedule) against
-  // tolerations, and every extended resource the pod requests available.
-  [[nodiscard]] NodeSet candidates(const PodSpec& spec) const;
+  // tolerations, and every extended resource the pod requests available,
+  // with `added` counted as requests of the container they name.
+  [[nodiscard]] NodeSet candidates(const PodSpec& spec, AddedRequests added = {}) const;
 
   // The same candidates, for decisions: as a set of slots, the inventory's
   // internal order in which every group's members lie in one range of its
   // own, so that counting the candidates of a group is one range count,
   // whatever the fleet's size. The result lives in `scratch`.
-  [[nodiscard]] const NodeSet& candidate_slots(const PodSpec& spec,
-                                               CandidateScratch& scratch) const;
+  [[nodiscard]] const NodeSet& candidate_slots(const PodSpec& spec, CandidateScratch& scratch,
+                                               AddedRequests added = {}) const;
   // The slots of group g: [begin, end). A range may hold free slots (a
   // patch leaves room for nodes that join the group), which are in no
   // candidate set.

@@ -447,6 +447,85 @@ TEST_F(Candidates, LargeCountsDoNotOverflow) {
   EXPECT_TRUE(inv_.candidates(spec).empty());
 }
 
+// Devices a pod's claims allocate count as requests of the container they
+// name: the same candidates as a spec in which that container requests
+// them itself.
+TEST_F(Candidates, AddedRequestsCountAsTheContainersOwn) {
+  const PodSpec spec = spec_of(
+      "  initContainers: [{name: i, resources: {limits: {nvidia.com/gpu: 1}}}]\n"
+      "  containers: [{name: a, resources: {limits: {nvidia.com/gpu: 1}}}, {name: b}]\n" +
+      kTolerateAll);
+  ASSERT_EQ(spec.containers.size(), 3U);
+  using Requests = std::vector<std::pair<std::string, std::int64_t>>;
+  // The spec with `added` written into container k's own requests.
+  auto merged = [&](const Requests& added, std::size_t k) {
+    PodSpec out = spec;
+    if (k >= out.containers.size()) return out;
+    auto& resources = out.containers[k].resources;
+    for (const auto& request : added) {
+      const auto it = std::find_if(resources.begin(), resources.end(),
+                                   [&](const auto& e) { return e.first == request.first; });
+      if (it != resources.end()) {
+        it->second += request.second;
+      } else {
+        resources.push_back(request);
+      }
+    }
+    return out;
+  };
+  const std::vector<Requests> lists = {
+      {},
+      {{"nvidia.com/gpu", 4}},
+      {{"nvidia.com/gpu", 7}},
+      {{"nvidia.com/gpu", 8}},
+      {{"nvidia.com/mig-1g.10gb", 1}},
+      {{"nvidia.com/gpu", 2}, {"nvidia.com/gpu", 2}},
+      {{"example.com/fpga", 1}},
+  };
+  for (const auto& added : lists) {
+    for (std::size_t k = 0; k <= spec.containers.size(); ++k) {
+      const Names expected = names(inv_, inv_.candidates(merged(added, k)));
+      EXPECT_EQ(names(inv_, inv_.candidates(spec, AddedRequests{added, k})), expected)
+          << "container " << k << ", " << added.size() << " added";
+      CandidateScratch scratch;
+      Names by_slot;
+      inv_.candidate_slots(spec, scratch, {added, k}).for_each([&](std::size_t slot) {
+        by_slot.insert(inv_.node(inv_.node_at_slot(slot)).name);
+        return true;
+      });
+      EXPECT_EQ(by_slot, expected) << "slots, container " << k;
+    }
+  }
+  std::size_t a = 0;
+  std::size_t b = 0;
+  std::size_t i = 0;
+  for (std::size_t k = 0; k < spec.containers.size(); ++k) {
+    const auto& c = spec.containers[k];
+    (c.name == "a" ? a : c.name == "b" ? b : i) = k;
+  }
+  const Names one = {"t4-1", "t4-2", "a100-1", "h100-1", "h100-2"};
+  const Names eight = {"a100-1", "h100-1", "h100-2"};
+  EXPECT_EQ(names(inv_, inv_.candidates(spec)), one);
+  // Four more GPUs in the app container that asks one: five, on the nodes
+  // with eight; in the app container that asks none: five as well, summed.
+  const Requests four = {{"nvidia.com/gpu", 4}};
+  EXPECT_EQ(names(inv_, inv_.candidates(spec, {four, a})), eight);
+  EXPECT_EQ(names(inv_, inv_.candidates(spec, {four, b})), eight);
+  // In the init container: five, the larger of its own and the app sum.
+  EXPECT_EQ(names(inv_, inv_.candidates(spec, {four, i})), eight);
+  // One more in the init container: two, more than a T4 node has.
+  const Requests single = {{"nvidia.com/gpu", 1}};
+  EXPECT_EQ(names(inv_, inv_.candidates(spec, {single, i})), eight);
+  const Requests nine = {{"nvidia.com/gpu", 8}};
+  EXPECT_TRUE(inv_.candidates(spec, {nine, a}).empty());
+  EXPECT_TRUE(inv_.candidates(spec, {nine, i}).empty());
+  // A count beyond the int64 range matches no node rather than wrapping.
+  const Requests huge = {{"nvidia.com/gpu", INT64_MAX}, {"nvidia.com/gpu", INT64_MAX}};
+  EXPECT_TRUE(inv_.candidates(spec, {huge, a}).empty());
+  // Added to no container of the pod: the pod's own one.
+  EXPECT_EQ(names(inv_, inv_.candidates(spec, {huge, spec.containers.size()})), one);
+}
+
 TEST(Inventory, GroupsAndCounts) {
   const CompatDb db = test_db();
   const Inventory inv = Inventory::build(cluster(), db);
