@@ -1,12 +1,15 @@
 -- wrk script for bench/soak.py: a mix of AdmissionReviews over keep-alive
 -- connections, at a rate set by a per-request delay.
 -- usage: wrk ... -s soak.lua URL -- DELAY_MS BODY_FILE PATH [BODY_FILE PATH ...]
+-- DELAY_MS may have a fraction: wrk waits whole milliseconds, so the delays
+-- alternate between the two nearest whole values, averaging DELAY_MS.
 -- A body containing COLD-TAG gets a tag no request used before, so its image
 -- is looked up in the registry. At the end prints "RESULT {json}" (latencies
 -- in microseconds; err_status counts answers that are not 2xx or 3xx).
 
 local bodies = {}
 local delay_ms = 0
+local carried = 0  -- the fraction of a millisecond owed to later delays
 local counter = 0
 local thread_id = 0
 local threads = {}
@@ -29,7 +32,13 @@ function init(args)
 end
 
 function delay()
-  return delay_ms
+  local whole = math.floor(delay_ms)
+  carried = carried + (delay_ms - whole)
+  if carried >= 1 then
+    carried = carried - 1
+    whole = whole + 1
+  end
+  return whole
 end
 
 function request()
