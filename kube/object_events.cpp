@@ -3,19 +3,20 @@
 
 #include <utility>
 
+#include "types/quote.h"
+
 namespace cudagate::kube {
 using json = nlohmann::json;
 
 Expected<ObjectPage> parse_object_page(std::string_view text, std::string_view kind) {
   json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
   const std::string list_kind = std::string(kind) + "List";
-  const std::string& what = list_kind;
   if (doc.is_discarded() || !doc.is_object()) {
-    return Error{what, "the response is not a JSON object"};
+    return Error{list_kind, "the response is not a JSON object"};
   }
   const std::string got = string_member(doc, "kind");
   if (got != list_kind) {
-    return Error{what + ": kind", "expected " + list_kind + ", got \"" + got + "\""};
+    return Error{list_kind + ": kind", "expected " + list_kind + ", got " + quote(got)};
   }
   ObjectPage page;
   if (const json* metadata = object_member(doc, "metadata")) {
@@ -25,7 +26,7 @@ Expected<ObjectPage> parse_object_page(std::string_view text, std::string_view k
   const std::string api_version = string_member(doc, "apiVersion");
   const auto items = doc.find("items");
   if (items == doc.end() || items->is_null()) return page;
-  if (!items->is_array()) return Error{what + ": items", "expected a list"};
+  if (!items->is_array()) return Error{list_kind + ": items", "expected a list"};
   page.items.reserve(items->size());
   for (json& item : *items) {
     if (item.is_object()) {

@@ -29,6 +29,11 @@ TEST(ParseObjectPage, NotAPage) {
   auto status = parse_object_page(R"({"kind":"Status","code":404})", "ResourceSlice");
   ASSERT_FALSE(status);
   EXPECT_EQ(status.error().where, "ResourceSliceList: kind");
+  EXPECT_EQ(status.error().message, "expected ResourceSliceList, got \"Status\"");
+  // What the server sent is shown escaped: it may be anything.
+  auto odd = parse_object_page(R"({"kind":"Sta\u001btus"})", "ResourceSlice");
+  ASSERT_FALSE(odd);
+  EXPECT_EQ(odd.error().message, "expected ResourceSliceList, got \"Sta\\x1btus\"");
   EXPECT_FALSE(parse_object_page(R"({"kind":"ResourceSliceList","items":{}})", "ResourceSlice"));
 }
 
