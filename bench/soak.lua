@@ -1,15 +1,31 @@
 -- wrk script for bench/soak.py: a mix of AdmissionReviews over keep-alive
--- connections, at a rate set by a per-request delay.
--- usage: wrk ... -s soak.lua URL -- DELAY_MS BODY_FILE PATH [BODY_FILE PATH ...]
--- DELAY_MS may have a fraction: wrk waits whole milliseconds, so the delays
--- alternate between the two nearest whole values, averaging DELAY_MS.
--- A body containing COLD-TAG gets a tag no request used before, so its image
--- is looked up in the registry. At the end prints "RESULT {json}" (latencies
--- in microseconds; err_status counts answers that are not 2xx or 3xx).
+-- connections, paced to a request rate.
+-- usage: wrk ... -s soak.lua URL -- RATE BODY_FILE PATH [BODY_FILE PATH ...]
+-- RATE is requests per second for the thread, 0 for as fast as the server
+-- answers. Pacing is open-loop: request n is due at start + n / RATE whatever
+-- the latencies were, so a server that slows down is asked the same rate
+-- (and falls short of it only when every connection is waiting on it). A
+-- schedule that falls behind catches up at most one second's worth of
+-- requests, so a stall is not followed by a long burst. A body containing COLD-TAG gets a tag
+-- no request used before, so its image is looked up in the registry. At the
+-- end prints "RESULT {json}" (latencies in microseconds; err_status counts
+-- answers that are not 2xx or 3xx).
+
+local ffi = require("ffi")
+ffi.cdef [[
+typedef struct { long tv_sec; long tv_nsec; } soak_timespec;
+int clock_gettime(int clock, soak_timespec *out);
+]]
+local CLOCK_MONOTONIC = 1
+local now_buf = ffi.new("soak_timespec")
+local function now()
+  ffi.C.clock_gettime(CLOCK_MONOTONIC, now_buf)
+  return tonumber(now_buf.tv_sec) + tonumber(now_buf.tv_nsec) * 1e-9
+end
 
 local bodies = {}
-local delay_ms = 0
-local carried = 0  -- the fraction of a millisecond owed to later delays
+local rate = 0
+local next_due = nil  -- when the next request is due, seconds on CLOCK_MONOTONIC
 local counter = 0
 local thread_id = 0
 local threads = {}
@@ -20,7 +36,7 @@ function setup(thread)
 end
 
 function init(args)
-  delay_ms = tonumber(args[1])
+  rate = tonumber(args[1])
   thread_id = id
   for i = 2, #args, 2 do
     local f = assert(io.open(args[i], "rb"))
@@ -32,13 +48,13 @@ function init(args)
 end
 
 function delay()
-  local whole = math.floor(delay_ms)
-  carried = carried + (delay_ms - whole)
-  if carried >= 1 then
-    carried = carried - 1
-    whole = whole + 1
-  end
-  return whole
+  if rate <= 0 then return 0 end
+  local t = now()
+  -- a schedule more than a second behind forgets the rest
+  local due = math.max(next_due or t, t - 1)
+  next_due = due + 1 / rate
+  if due <= t then return 0 end
+  return math.floor((due - t) * 1000 + 0.5)
 end
 
 function request()
