@@ -2,31 +2,20 @@
 #include "kube/node_events.h"
 
 #include <nlohmann/json.hpp>
+#include <string>
 #include <utility>
 
 namespace cudagate::kube {
-using json = nlohmann::json;
 
 Expected<NodePage> parse_node_page(std::string_view text) {
-  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) {
-    return Error{"node list", "the response is not a JSON object"};
-  }
-  const std::string kind = string_member(doc, "kind");
-  if (kind != "NodeList") {
-    return Error{"node list: kind", "expected NodeList, got \"" + kind + "\""};
-  }
+  auto objects = parse_object_page(text, "Node");
+  if (!objects) return objects.error();
   NodePage page;
-  if (const json* metadata = object_member(doc, "metadata")) {
-    page.continue_token = string_member(*metadata, "continue");
-    page.resource_version = string_member(*metadata, "resourceVersion");
-  }
-  const auto items = doc.find("items");
-  if (items == doc.end() || items->is_null()) return page;
-  if (!items->is_array()) return Error{"node list: items", "expected a list"};
-  page.nodes.reserve(items->size());
-  for (std::size_t i = 0; i < items->size(); ++i) {
-    auto node = node_from_json((*items)[i], "items[" + std::to_string(i) + "]");
+  page.continue_token = std::move(objects->continue_token);
+  page.resource_version = std::move(objects->resource_version);
+  page.nodes.reserve(objects->items.size());
+  for (std::size_t i = 0; i < objects->items.size(); ++i) {
+    auto node = node_from_json(objects->items[i], "items[" + std::to_string(i) + "]");
     if (node) {
       page.nodes.push_back(std::move(*node));
     } else {

@@ -64,7 +64,8 @@ TEST(ParseNodePage, Refusals) {
   EXPECT_FALSE(parse_node_page("not json"));
   auto status = parse_node_page(R"({"kind":"Status","code":410})");
   ASSERT_FALSE(status);
-  EXPECT_EQ(status.error().where, "node list: kind");
+  EXPECT_EQ(status.error().where, "NodeList: kind");
+  EXPECT_EQ(status.error().message, "expected NodeList, got \"Status\"");
   EXPECT_FALSE(parse_node_page(R"({"kind":"NodeList","items":{}})"));
 }
 
