@@ -6,10 +6,10 @@
 -- the latencies were, so a server that slows down is asked the same rate
 -- (and falls short of it only when every connection is waiting on it). A
 -- schedule that falls behind catches up at most one second's worth of
--- requests, so a stall is not followed by a long burst. A body containing COLD-TAG gets a tag
--- no request used before, so its image is looked up in the registry. At the
--- end prints "RESULT {json}" (latencies in microseconds; err_status counts
--- answers that are not 2xx or 3xx).
+-- requests, so a stall is not followed by a long burst. A body containing
+-- COLD-TAG gets a tag no request used before, so its image is looked up in
+-- the registry. At the end prints "RESULT {json}" (latencies in
+-- microseconds; err_status counts answers that are not 2xx or 3xx).
 
 local ffi = require("ffi")
 ffi.cdef [[
@@ -25,7 +25,7 @@ end
 
 local bodies = {}
 local rate = 0
-local next_due = nil  -- when the next request is due, seconds on CLOCK_MONOTONIC
+local next_due  -- when the next request is due, seconds on CLOCK_MONOTONIC
 local counter = 0
 local thread_id = 0
 local threads = {}

@@ -30,14 +30,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (doc.is_object() && doc.contains("auths") && doc["auths"].is_object()) {
       for (const auto& [host, entry] : doc["auths"].items()) {
         if (!entry.is_object()) continue;
+        // Errors name the host, which may hold a value's text by chance: the
+        // error is searched with the host left out.
+        std::string rest = said;
+        if (!host.empty()) {
+          for (auto at = rest.find(host); at != std::string::npos; at = rest.find(host, at)) {
+            rest.erase(at, host.size());
+          }
+        }
         for (const char* key : {"auth", "password"}) {
           const auto it = entry.find(key);
           if (it == entry.end() || !it->is_string()) continue;
           const auto& secret = it->get_ref<const std::string&>();
-          // Short values can be part of a message by chance ("a", "file"),
-          // and any value can be part of the host, which errors name.
-          if (secret.size() < 12 || host.find(secret) != std::string::npos) continue;
-          if (said.find(secret) != std::string::npos) __builtin_trap();
+          // Short values can be part of a message by chance ("a", "file").
+          if (secret.size() >= 12 && rest.find(secret) != std::string::npos) __builtin_trap();
         }
       }
     }
