@@ -27,12 +27,9 @@ import copy
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
-import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -40,7 +37,8 @@ import audit_test  # noqa: E402
 import harness  # noqa: E402
 import kube_watch_test  # noqa: E402
 import server_test  # noqa: E402
-from apiserver_double import ApiServerDouble, rbac_call, realistic_node, realistic_object  # noqa: E402
+from apiserver_double import rbac_call, realistic_node, realistic_object  # noqa: E402
+from double_case import DoubleTestCase  # noqa: E402
 from server_test import poll_until  # noqa: E402
 
 BINARY = None
@@ -144,35 +142,23 @@ def seen_calls(api):
     return {rbac_call(r) for r in api.requests_where(lambda r: True)}
 
 
-class ClusterTestCase(unittest.TestCase):
+class ClusterTestCase(DoubleTestCase):
+    prefix = "cudagate-cluster-"
     page_size = 3  # small pages: every collection of the fixtures takes several
     tokens = ("test-token",)
 
     @classmethod
     def setUpClass(cls):
-        server_test.SOURCE = SOURCE
-        kube_watch_test.BINARY = BINARY
-        kube_watch_test.SOURCE = SOURCE
-        cls.shared = tempfile.mkdtemp(prefix="cudagate-cluster-")
-        cls.certs = os.path.join(cls.shared, "certs")
-        server_test.make_certs(cls.certs)
+        super().setUpClass()
         cls.schemas = schemas()
 
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.shared, ignore_errors=True)
+    def double_options(self):
+        return dict(tokens=self.tokens, page_size=self.page_size, schemas=self.schemas)
 
     def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="case-", dir=self.shared)
-        os.symlink(self.certs, os.path.join(self.dir, "certs"))
-        self.api = ApiServerDouble(self.certs, tokens=self.tokens, page_size=self.page_size,
-                                   schemas=self.schemas)
-        self.api.start()
+        super().setUp()
         self.kubeconfig = kube_watch_test.kubeconfig(self.dir, self.api.url,
                                                      ["token: test-token"])
-
-    def tearDown(self):
-        self.api.stop()
 
     def assert_calls_are_rows(self, whens):
         """Every call the double saw is a row of `cudagate api-calls` with
@@ -439,13 +425,6 @@ class BackgroundAudit(ClusterTestCase):
         self.nodes = kube_watch_test.fleet()
         for node in self.nodes:
             self.api.put(node)
-        self.webhooks = []
-
-    def tearDown(self):
-        for webhook in self.webhooks:
-            status = webhook.stop()
-            self.assertEqual(status, 0, f"cudagate exit status {status}:\n{webhook.log_tail()}")
-        super().tearDown()
 
     def webhook(self, *extra):
         w = AuditingWebhook(self.dir, self.certs, self.kubeconfig, extra=extra)

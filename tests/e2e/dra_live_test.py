@@ -24,10 +24,7 @@ import base64
 import copy
 import json
 import os
-import shutil
 import sys
-import tempfile
-import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -35,7 +32,8 @@ import harness  # noqa: E402
 import kube_watch_test  # noqa: E402
 import server_test  # noqa: E402
 import yaml  # noqa: E402
-from apiserver_double import ApiServerDouble, realistic_node  # noqa: E402
+from apiserver_double import realistic_node  # noqa: E402
+from double_case import DoubleTestCase  # noqa: E402
 from kube_watch_test import TIMEOUT, Webhook, kubeconfig, write  # noqa: E402
 from server_test import poll_until  # noqa: E402
 
@@ -131,36 +129,16 @@ class DraWebhook(Webhook):
             return text in f.read().decode(errors="replace")
 
 
-class DraTestCase(unittest.TestCase):
+class DraTestCase(DoubleTestCase):
+    prefix = "cudagate-dra-"
     dra_versions = ("v1",)
 
-    @classmethod
-    def setUpClass(cls):
-        server_test.SOURCE = SOURCE
-        kube_watch_test.SOURCE = SOURCE
-        kube_watch_test.BINARY = BINARY
-        cls.shared = tempfile.mkdtemp(prefix="cudagate-dra-")
-        cls.certs = os.path.join(cls.shared, "certs")
-        server_test.make_certs(cls.certs)
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.shared, ignore_errors=True)
+    def double_options(self):
+        return dict(tokens=("token-one",), page_size=3, dra_versions=self.dra_versions)
 
     def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="case-", dir=self.shared)
-        os.symlink(self.certs, os.path.join(self.dir, "certs"))
-        self.api = ApiServerDouble(self.certs, tokens=("token-one",), page_size=3,
-                                   dra_versions=self.dra_versions)
+        super().setUp()
         self.nodes, self.slices = dra_fleet()
-        self.api.start()
-        self.webhooks = []
-
-    def tearDown(self):
-        for webhook in self.webhooks:
-            status = webhook.stop()
-            self.assertEqual(status, 0, f"cudagate exit status {status}:\n{webhook.log_tail()}")
-        self.api.stop()
 
     def put_fleet(self, names=None):
         for node in self.nodes:

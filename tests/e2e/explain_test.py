@@ -15,13 +15,12 @@ Runs the real binary:  python3 explain_test.py --binary PATH --source REPO
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import unittest
 
 import harness
+from double_case import DoubleTestCase
 
 BINARY = ""
 SOURCE = ""
@@ -112,36 +111,28 @@ class Unrecognised(unittest.TestCase):
         self.assertEqual(len(out["failures"]), 1)
 
 
-class ThroughApiServer(unittest.TestCase):
+class ThroughApiServer(DoubleTestCase):
     """`explain pod NAME -n NS` against the API server double
     (tests/e2e/apiserver_double.py: TLS, a bearer token, paged lists whose
     items carry no kind, as a live server sends them): the answer must be
     the offline one for the same objects, and every call a row of
     `cudagate api-calls` with when "explain"."""
 
+    prefix = "cudagate-explain-"
+
     @classmethod
     def setUpClass(cls):
         import cluster_audit_test
         import kube_watch_test
-        import server_test
         cls.cat, cls.kw = cluster_audit_test, kube_watch_test
-        server_test.SOURCE = SOURCE
-        kube_watch_test.BINARY, kube_watch_test.SOURCE = BINARY, SOURCE
-        cluster_audit_test.BINARY, cluster_audit_test.SOURCE = BINARY, SOURCE
-        cls.shared = tempfile.mkdtemp(prefix="cudagate-explain-")
-        cls.certs = os.path.join(cls.shared, "certs")
-        server_test.make_certs(cls.certs)
+        super().setUpClass()
 
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.shared, ignore_errors=True)
+    def double_options(self):
+        return dict(page_size=2)
 
-    def setUp(self):
+    def fill(self):
         import yaml
-        from apiserver_double import ApiServerDouble, realistic_node
-        self.api = ApiServerDouble(self.certs, page_size=2)
-        self.api.start()
-        self.kubeconfig = self.kw.kubeconfig(self.shared, self.api.url, ["token: test-token"])
+        from apiserver_double import realistic_node
         with open(os.path.join(SOURCE, "tests", "fixtures", "plan", "nodes.yaml")) as f:
             for node in yaml.safe_load(f)["items"]:
                 self.api.put(realistic_node(node))
@@ -152,8 +143,9 @@ class ThroughApiServer(unittest.TestCase):
             for event in yaml.safe_load(f)["items"]:
                 self.api.put_object(event)
 
-    def tearDown(self):
-        self.api.stop()
+    def setUp(self):
+        super().setUp()
+        self.kubeconfig = self.kw.kubeconfig(self.dir, self.api.url, ["token: test-token"])
 
     def test_the_same_answer_as_from_files_and_only_its_calls(self):
         env = dict(os.environ, NO_COLOR="1")

@@ -8,12 +8,28 @@ import socket
 import sys
 import unittest
 
+BINARY = None
+SOURCE = None
+
 
 def free_port(host="127.0.0.1"):
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return s.getsockname()[1]
+
+
+def share_paths():
+    """Gives every end-to-end module loaded so far the BINARY and SOURCE of
+    the command line, for the helpers the modules lend one another (a
+    cluster test starts its webhooks through kube_watch_test's, which reads
+    kube_watch_test.BINARY)."""
+    directory = os.path.dirname(os.path.abspath(__file__))
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None) or ""
+        if (os.path.dirname(os.path.abspath(path)) == directory
+                and hasattr(module, "BINARY") and hasattr(module, "SOURCE")):
+            module.BINARY, module.SOURCE = BINARY, SOURCE
 
 
 def main(module_name):
@@ -26,8 +42,10 @@ def main(module_name):
     parser.add_argument("--source", required=True, help="the repository root")
     parser.add_argument("tests", nargs="*", help="test names (default: all)")
     args = parser.parse_args()
-    module.BINARY = os.path.abspath(args.binary)
-    module.SOURCE = os.path.abspath(args.source)
+    global BINARY, SOURCE
+    BINARY = os.path.abspath(args.binary)
+    SOURCE = os.path.abspath(args.source)
+    module.BINARY, module.SOURCE = BINARY, SOURCE
 
     loader = unittest.TestLoader()
     if args.tests:

@@ -34,8 +34,8 @@ import uuid
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import harness  # noqa: E402
-import server_test  # noqa: E402
-from apiserver_double import ApiServerDouble, realistic_node  # noqa: E402
+from apiserver_double import realistic_node  # noqa: E402
+from double_case import DoubleTestCase  # noqa: E402
 from harness import free_port  # noqa: E402
 from server_test import client_context, metric_value, poll_until, post, review  # noqa: E402
 
@@ -260,41 +260,22 @@ class Webhook:
             return ""
 
 
-class KubeTestCase(unittest.TestCase):
-    """A fresh double holding the fleet, certificates, and helpers to start cudagate."""
+class KubeTestCase(DoubleTestCase):
+    """A fresh double holding the fleet, and helpers to start cudagate."""
 
+    prefix = "cudagate-kube-"
     page_size = 4
     tokens = ("token-one",)
     client_ca = False
 
-    @classmethod
-    def setUpClass(cls):
-        server_test.SOURCE = SOURCE
-        cls.shared = tempfile.mkdtemp(prefix="cudagate-kube-")
-        cls.certs = os.path.join(cls.shared, "certs")
-        server_test.make_certs(cls.certs)
+    def double_options(self):
+        return dict(tokens=self.tokens, page_size=self.page_size,
+                    client_ca=os.path.join(self.certs, "client-ca.crt") if self.client_ca else None)
 
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.shared, ignore_errors=True)
-
-    def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="case-", dir=self.shared)
-        os.symlink(self.certs, os.path.join(self.dir, "certs"))
-        self.api = ApiServerDouble(
-            self.certs, tokens=self.tokens, page_size=self.page_size,
-            client_ca=os.path.join(self.certs, "client-ca.crt") if self.client_ca else None)
+    def fill(self):
         self.nodes = fleet()
         for node in self.nodes:
             self.api.put(node)
-        self.api.start()
-        self.webhooks = []
-
-    def tearDown(self):
-        for webhook in self.webhooks:
-            status = webhook.stop()
-            self.assertEqual(status, 0, f"cudagate exit status {status}:\n{webhook.log_tail()}")
-        self.api.stop()
 
     def webhook(self, user, wait_ready=True):
         config = kubeconfig(self.dir, self.api.url, user)
