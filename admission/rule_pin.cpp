@@ -211,13 +211,10 @@ std::string grid_cel(const Grid& grid, std::string_view attribute) {
     all = all && (i == end_index || pass);
     if (pass && start < 0) start = i;
     if (!pass && start >= 0) {
-      std::string range = at_least(start / kMinors, start % kMinors);
+      const std::string from = at_least(start / kMinors, start % kMinors);
       // A run that reaches the grid's top stays open for what comes later.
-      if (i < end_index) {
-        range.insert(0, "(");
-        range.append(" && ").append(below(i / kMinors, i % kMinors)).append(")");
-      }
-      ranges.push_back(std::move(range));
+      ranges.push_back(i < end_index ? "(" + from + " && " + below(i / kMinors, i % kMinors) + ")"
+                                     : from);
       start = -1;
     }
   }

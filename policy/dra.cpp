@@ -47,6 +47,11 @@ std::optional<Error> check_api_version(const json& object, std::string_view wher
                 "v1beta2 and v1beta1");
 }
 
+// "ResourceClaim ml/train-gpu": how messages name the claim a pod refers to.
+std::string claim_reference(std::string_view kind, std::string_view ns, std::string_view name) {
+  return std::string(kind) + " " + std::string(ns) + "/" + std::string(name);
+}
+
 // Names the driver leaves unqualified are in its own domain.
 std::string qualified(std::string_view name, std::string_view driver) {
   if (name.find('/') != std::string_view::npos) return std::string(name);
@@ -808,10 +813,8 @@ ClaimUse claim_use(const PodSpec& spec, std::string_view namespace_, const Claim
     }
     r.spec = catalog != nullptr ? catalog->find(kind, ns, name) : nullptr;
     if (r.spec == nullptr) {
-      std::string missing = "pod claim " + quote(claim.name);
-      missing.append(" names ").append(kind).append(" ").append(ns).append("/").append(name);
-      missing.append(", which cudagate does not know");
-      out.missing.push_back(std::move(missing));
+      out.missing.push_back("pod claim " + quote(claim.name) + " names " +
+                            claim_reference(kind, ns, name) + ", which cudagate does not know");
       resolved.push_back(std::move(r));
       continue;
     }
@@ -829,9 +832,8 @@ ClaimUse claim_use(const PodSpec& spec, std::string_view namespace_, const Claim
                gpu_classes.end();
       });
       ClaimUse::Request use;
-      use.label = "claim " + quote(claim.name);
-      use.label.append(" (").append(kind).append(" ").append(ns).append("/").append(name);
-      use.label.append("), request ").append(quote(request.name));
+      use.label = "claim " + quote(claim.name) + " (" + claim_reference(kind, ns, name) +
+                  "), request " + quote(request.name);
       use.devices = class_devices(way->device_class);
       use.count = way->all ? 1 : way->count;
       std::string unread;
