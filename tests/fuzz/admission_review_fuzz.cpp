@@ -175,7 +175,7 @@ void mutate_document(Json& doc, std::minstd_rand& rng) {
         target = text;
       }
       break;
-    default:  // a container's value moved into another place
+    default:  // a value of the document copied over another
       target = *all[rng() % all.size()];
       break;
   }
