@@ -452,7 +452,7 @@ Expected<Pin> pin_affinity(const json& object, const Workload& workload, const D
 
   std::string exact_annotation(reason);
   if (policy != nullptr) {
-    auto rule = rule_pin_terms(decision, *policy, db, inventory.has_label_key(kCudaRuntimeMajor));
+    auto rule = rule_pin_terms(decision, *policy, db);
     std::string why;
     if (!rule) {
       why = rule.error().message;

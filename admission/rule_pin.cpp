@@ -288,8 +288,8 @@ Expected<std::string> rule_device_selector(const Decision& decision, const Polic
   return selector;
 }
 
-Expected<RulePin> rule_pin_terms(const Decision& decision, const Policy& policy, const CompatDb& db,
-                                 bool runtime_keys_new) {
+Expected<RulePin> rule_pin_terms(const Decision& decision, const Policy& policy,
+                                 const CompatDb& db) {
   if (policy.minor_version_compatibility) {
     return Error{"",
                  "minorVersionCompatibility judges the driver version, which is no label range"};
@@ -313,9 +313,15 @@ Expected<RulePin> rule_pin_terms(const Decision& decision, const Policy& policy,
   const Grid cc = passing(containers, base, policy, db, [](GpuFacts& f, int major, int minor) {
     f.cc = ComputeCapability(major, minor);
   });
-  const std::string_view cuda_major = runtime_keys_new ? kCudaRuntimeMajor : kCudaRuntimeMajorOld;
-  const std::string_view cuda_minor = runtime_keys_new ? kCudaRuntimeMinor : kCudaRuntimeMinorOld;
-  auto cuda_terms = grid_terms(cuda, cuda_major, cuda_minor);
+  // On both of GFD's label schemes, whichever today's compatible nodes
+  // carry: a node that becomes compatible after a rollout matches the pin
+  // whether its GPU Feature Discovery writes the newer keys or the older.
+  auto cuda_terms = grid_terms(cuda, kCudaRuntimeMajor, kCudaRuntimeMinor);
+  if (cuda_terms) {
+    auto older = grid_terms(cuda, kCudaRuntimeMajorOld, kCudaRuntimeMinorOld);
+    cuda_terms->insert(cuda_terms->end(), std::make_move_iterator(older->begin()),
+                       std::make_move_iterator(older->end()));
+  }
   auto cc_terms = grid_terms(cc, kComputeMajor, kComputeMinor);
   if ((cuda_terms && cuda_terms->empty()) || (cc_terms && cc_terms->empty())) {
     return Error{"",
@@ -326,7 +332,9 @@ Expected<RulePin> rule_pin_terms(const Decision& decision, const Policy& policy,
   pin.keys = "rules on labels";
   const char* separator = " ";
   if (cuda_terms) {
-    pin.keys += separator + std::string(cuda_major) + ", " + std::string(cuda_minor);
+    pin.keys += separator + std::string(kCudaRuntimeMajor) + ", " + std::string(kCudaRuntimeMinor) +
+                " (or " + std::string(kCudaRuntimeMajorOld) + ", " +
+                std::string(kCudaRuntimeMinorOld) + ")";
     separator = ", ";
   }
   if (cc_terms) {

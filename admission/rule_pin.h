@@ -53,10 +53,12 @@ struct RulePin {
 };
 
 // The pin terms for `decision` (a partial decision with at least one
-// compatible group) under `policy`. `runtime_keys_new` picks
-// nvidia.com/cuda.runtime-version.* over the older nvidia.com/cuda.runtime.*.
+// compatible group) under `policy`. The CUDA ranges are written on both of
+// GPU Feature Discovery's label schemes, nvidia.com/cuda.runtime-version.*
+// and the older nvidia.com/cuda.runtime.*, each range once per scheme
+// (ORed): a node that becomes compatible matches whichever it carries.
 [[nodiscard]] Expected<RulePin> rule_pin_terms(const Decision& decision, const Policy& policy,
-                                               const CompatDb& db, bool runtime_keys_new);
+                                               const CompatDb& db);
 
 // The same rules as a CEL selector on the attributes of NVIDIA's DRA
 // driver, for a device request of a claim that `decision`'s pod names:

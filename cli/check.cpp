@@ -78,8 +78,12 @@ FlagValues validate_flags(const CheckOptions& options, const CompatDb& db) {
     flags.cuda = options.cuda;
   }
   if (!options.arch_list.empty()) {
-    auto archs = parse_torch_arch_list(options.arch_list, db);
-    if (!archs) cli::fail(archs.error().within("--arch-list"));
+    // A capability newer than the matrix knows is no error of the flag's:
+    // the check answers unknown and says so.
+    if (arch_list_beyond_matrix(options.arch_list, true, db).empty()) {
+      auto archs = parse_torch_arch_list(options.arch_list, db);
+      if (!archs) cli::fail(archs.error().within("--arch-list"));
+    }
     flags.arch_list = options.arch_list;
   }
   if (!options.min_cc.empty()) {

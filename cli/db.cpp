@@ -108,7 +108,11 @@ void section(std::ostream& out, const cli::Paint& paint, const std::string& titl
 
 void print_db_text(std::ostream& out, const CompatDb& db, const std::string& origin) {
   const cli::Paint paint(cli::stdout_wants_colour());
-  out << "compat-db revision " << db.revision << " (" << origin << ")\n";
+  out << "compat-db revision " << db.revision << " (" << origin << "), as of "
+      << (db.as_of.empty() ? std::string("an unknown date") : db.as_of) << '\n';
+  for (const auto& [what, entry] : newest_entries(db)) {
+    out << "  newest " << what << ": " << entry << '\n';
+  }
   {
     Table table({"CUDA", "RELEASE", "MIN DRIVER (LINUX X86_64)", "SOURCE"});
     Sources sources;
@@ -128,13 +132,23 @@ void print_db_text(std::ostream& out, const CompatDb& db, const std::string& ori
             sources);
   }
   {
-    Table table({"BRANCH", "REPORTS CUDA", "DESIGNATION", "SOURCE"});
+    Table table({"BRANCH", "REPORTS CUDA", "DESIGNATION", "SOURCE", "END OF LIFE"});
     Sources sources;
     for (const auto& b : db.driver_branches) {
-      table.add(
-          {"R" + std::to_string(b.branch), b.cuda.str(), b.designation, sources.cite(b.source)});
+      table.add({"R" + std::to_string(b.branch), b.cuda.str(), b.designation,
+                 sources.cite(b.source), b.end_of_life});
     }
     section(out, paint, "Driver branches", db.driver_branches.size(), table, sources);
+  }
+  {
+    Table table({"FAMILY", "LAST BRANCH", "SOURCE", "COMPUTE CAPABILITIES"});
+    Sources sources;
+    for (const auto& l : db.last_driver_branches) {
+      table.add({l.family, "R" + std::to_string(l.last_branch), sources.cite(l.source),
+                 join_cc(l.capabilities)});
+    }
+    section(out, paint, "The last driver branch of each GPU architecture",
+            db.last_driver_branches.size(), table, sources);
   }
   {
     Table table({"SINCE CUDA", "ALL", "ALL-MAJOR", "SOURCE", "A TARGETS", "F TARGETS"});
@@ -194,14 +208,15 @@ void print_db_text(std::ostream& out, const CompatDb& db, const std::string& ori
     section(out, paint, "nvidia/cuda images", db.cuda_images.size(), table, sources);
   }
   {
-    Table table(
-        {"RELEASE", "CUDA", "MIN DRIVER", "MIN CC", "SOURCE", "FORWARD COMPATIBLE DRIVERS"});
+    Table table({"RELEASE", "CUDA", "PYTORCH", "MIN DRIVER", "MIN CC", "SOURCE",
+                 "FORWARD COMPATIBLE DRIVERS"});
     Sources sources;
     for (const auto& n : db.ngc_releases) {
       std::vector<std::string> forward;
       for (const auto& d : n.forward_compat) forward.push_back(d.str() + "+");
-      table.add({n.release, n.cuda_version, n.min_driver ? n.min_driver->str() : "",
-                 n.min_cc ? n.min_cc->str() : "", sources.cite(n.source), join(forward)});
+      table.add({n.release, n.cuda_version, n.pytorch_version,
+                 n.min_driver ? n.min_driver->str() : "", n.min_cc ? n.min_cc->str() : "",
+                 sources.cite(n.source), join(forward)});
     }
     section(out, paint, "NGC framework releases (nvcr.io/nvidia/pytorch:YY.MM-py3 and siblings)",
             db.ngc_releases.size(), table, sources);
@@ -214,6 +229,17 @@ void print_db_text(std::ostream& out, const CompatDb& db, const std::string& ori
     }
     section(out, paint, "Image inference rules", db.image_rules.size(), table, sources);
   }
+  {
+    Table table({"VARIANT", "CUDA", "TORCH", "SOURCE", "TORCH_CUDA_ARCH_LIST"});
+    Sources sources;
+    for (const auto& t : db.torch_builds) {
+      const std::string torch =
+          t.torch_since.str() + (t.torch_before ? " to before " + t.torch_before->str() : "+");
+      table.add({t.cuda_variant, t.cuda.str(), torch, sources.cite(t.source), t.arch_list});
+    }
+    section(out, paint, "PyTorch's own builds (wheels and pytorch/pytorch images)",
+            db.torch_builds.size(), table, sources);
+  }
 }
 
 std::string counts(const CompatDb& db) {
@@ -225,7 +251,9 @@ std::string counts(const CompatDb& db) {
        n(db.products.size(), "products"), n(db.cloud_accelerators.size(), "cloud labels"),
        n(db.architectures.size(), "architectures"), n(db.tegra.size(), "Tegra capabilities"),
        n(db.cuda_images.size(), "nvidia/cuda images"), n(db.ngc_releases.size(), "NGC releases"),
-       n(db.image_rules.size(), "image rules")});
+       n(db.image_rules.size(), "image rules"),
+       n(db.last_driver_branches.size(), "architecture support ends"),
+       n(db.torch_builds.size(), "PyTorch builds")});
 }
 
 void run_show(const ShowOptions& options) {

@@ -80,9 +80,9 @@ void print_value(std::ostream& out, std::string_view name, const SourcedValue& v
 std::string facts_line(const GpuFacts& facts) {
   auto or_unknown = [](const std::string& s) { return s.empty() ? std::string("unknown") : s; };
   std::string line = "driver " + (facts.driver ? facts.driver->str() : "unknown") + ", max CUDA " +
-                     (facts.max_cuda ? facts.max_cuda->str() : "unknown") +
-                     ", compute capability " + (facts.cc ? facts.cc->str() : "unknown") +
-                     ", product " + or_unknown(facts.product);
+                     max_cuda_text(facts) + ", compute capability " +
+                     (facts.cc ? facts.cc->str() : "unknown") + ", product " +
+                     or_unknown(facts.product);
   if (facts.devices.empty()) return line;
   // DRA devices: each kind, as the node's ResourceSlices publish it.
   line += "; DRA devices:";

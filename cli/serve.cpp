@@ -41,6 +41,7 @@ struct ServeOptions {
   bool write_reports = false;
   std::string report_api = "policyreport";
   std::size_t max_report_results = BackgroundAuditSettings{}.max_report_results;
+  std::string compat_db_override;
 };
 
 // The cluster to watch: --in-cluster, --kubeconfig, or $KUBECONFIG when no
@@ -150,6 +151,7 @@ void run_serve(const ServeOptions& options) {
     cli::fail(Error{"--write-reports", "needs --audit-interval"});
   }
   settings.compat_db_path = common.compat_db;
+  settings.compat_db_override = options.compat_db_override;
   settings.tls = TlsFiles{options.tls_cert, options.tls_key, options.client_ca};
   if (auto error = serve(settings)) cli::fail(*error);
 }
@@ -169,6 +171,11 @@ void add_serve_command(CLI::App& app) {
   command->add_option("--tls-key", options->tls_key, "Server private key (PEM)")
       ->type_name("FILE")
       ->required();
+  command
+      ->add_option("--compat-db-override", options->compat_db_override,
+                   "A matrix file used instead of the embedded one (or --compat-db) while it "
+                   "exists; re-read when it is created, changed or removed")
+      ->type_name("FILE");
   command
       ->add_option("--client-ca", options->client_ca,
                    "CA bundle (PEM): require client certificates signed by it")

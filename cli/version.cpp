@@ -63,6 +63,16 @@ std::vector<std::string> sanitizers() {
   return out;
 }
 
+nlohmann::ordered_json matrix_json(const CompatDb& db, const std::string& source) {
+  nlohmann::ordered_json newest = nlohmann::ordered_json::object();
+  for (const auto& [what, entry] : newest_entries(db)) newest[what] = entry;
+  return {{"revision", db.revision},
+          {"source", source},
+          {"asOf",
+           db.as_of.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(db.as_of)},
+          {"newest", std::move(newest)}};
+}
+
 void run_version(const VersionOptions& options) {
   cli::setup_logging(options.common);
   const CompatDb db = cli::value_or_fail(cli::load_compat_db_option(options.common));
@@ -76,7 +86,7 @@ void run_version(const VersionOptions& options) {
         {"buildType", build_type()},
         {"compiler", compiler()},
         {"sanitizers", sans},
-        {"compatDb", {{"revision", revision}, {"source", source}}},
+        {"compatDb", matrix_json(db, source)},
     };
     std::cout << out.dump(2) << '\n';
     return;
@@ -86,7 +96,11 @@ void run_version(const VersionOptions& options) {
   std::cout << "cudagate " << CUDAGATE_VERSION << '\n'
             << "build:     " << build << '\n'
             << "compiler:  " << compiler() << '\n'
-            << "compat-db: " << revision << " (" << source << ")\n";
+            << "compat-db: " << revision << " (" << source << ")\n"
+            << "as of:     " << (db.as_of.empty() ? std::string("undated") : db.as_of) << '\n';
+  for (const auto& [what, entry] : newest_entries(db)) {
+    std::cout << "newest " << what << ": " << entry << '\n';
+  }
 }
 
 }  // namespace

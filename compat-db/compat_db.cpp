@@ -29,13 +29,9 @@ constexpr std::int64_t kSchemaVersion = 1;
 // compat-db, and refusing it early keeps hostile input cheap.
 constexpr int kMaxDepth = 32;
 
-constexpr std::array<std::string_view, 11> kSections = {
-    "cudaReleases", "minorVersionCompat", "driverBranches", "cudaTargets",
-    "products",     "cloudAccelerators",  "architectures",  "tegraCapabilities",
-    "cudaImages",   "ngcReleases",        "imageRules"};
-
-constexpr std::array<std::string_view, 4> kDesignations = {"", "LTSB", "PB", "NFB"};
-constexpr std::array<std::string_view, 3> kRuleKinds = {"cuda-base", "ngc-release", "cuda-tag"};
+constexpr std::array<std::string_view, 5> kDesignations = {"", "LTSB", "PB", "NFB", "developer"};
+constexpr std::array<std::string_view, 4> kRuleKinds = {"cuda-base", "ngc-release", "cuda-tag",
+                                                        "pytorch-tag"};
 char lower(char c) {
   return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
 }
@@ -374,6 +370,30 @@ bool well_formed_arch_list(std::string_view text) {
   }
 }
 
+bool digits(std::string_view text) {
+  return !text.empty() &&
+         std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// "YYYY-MM", a month as NVIDIA's lifecycle pages give it.
+bool is_month(std::string_view text) {
+  if (text.size() != 7 || text[4] != '-' || !digits(text.substr(0, 4)) || !digits(text.substr(5))) {
+    return false;
+  }
+  const int month = (text[5] - '0') * 10 + (text[6] - '0');
+  return month >= 1 && month <= 12;
+}
+
+// "YYYY-MM-DD": the day a file's data was last checked.
+bool is_date(std::string_view text) {
+  if (text.size() != 10 || text[7] != '-' || !is_month(text.substr(0, 7)) ||
+      !digits(text.substr(8))) {
+    return false;
+  }
+  const int day = (text[8] - '0') * 10 + (text[9] - '0');
+  return day >= 1 && day <= 31;
+}
+
 // "YY.MM": an NGC monthly release.
 bool is_release_name(std::string_view text) {
   const auto digit = [](char c) { return c >= '0' && c <= '9'; };
@@ -404,7 +424,7 @@ CudaRelease read_cuda_release(Entry& e) {
   if (auto cuda = e.parsed("version", false, &CudaVersion::parse)) r.cuda = *cuda;
   require_minor(e, "version", r.version);
   r.label = e.text("label");
-  if (auto driver = e.parsed("minDriver", true, &DriverVersion::parse)) r.min_driver = *driver;
+  if (auto driver = e.parsed("minDriver", true, &parse_driver_or_branch)) r.min_driver = *driver;
   r.source = e.text("source");
   return r;
 }
@@ -429,8 +449,21 @@ DriverBranch read_driver_branch(Entry& e) {
     e.fail(e.field_path("designation"), "expected one of " + listing(kDesignations) +
                                             " (or leave it out), got " + quote(b.designation));
   }
+  b.end_of_life = e.optional_text("endOfLife");
+  if (!b.end_of_life.empty() && !is_month(b.end_of_life)) {
+    e.fail(e.field_path("endOfLife"), "expected a month like 2026-06, got " + quote(b.end_of_life));
+  }
   b.source = e.text("source");
   return b;
+}
+
+LastDriverBranch read_last_driver_branch(Entry& e) {
+  LastDriverBranch l;
+  l.family = e.text("family");
+  l.capabilities = e.parsed_list("computeCapabilities", true, &ComputeCapability::parse);
+  l.last_branch = e.number("lastBranch");
+  l.source = e.text("source");
+  return l;
 }
 
 // Capability lists are written ascending without repeats, so that a reader
@@ -569,8 +602,60 @@ NgcRelease read_ngc_release(Entry& e) {
   n.min_driver = e.parsed("minDriver", false, &parse_driver_or_branch);
   n.forward_compat = e.parsed_list("forwardCompat", false, &DriverVersion::parse);
   n.min_cc = e.parsed("minComputeCapability", false, &ComputeCapability::parse);
+  n.pytorch_version = e.optional_text("pytorchVersion");
   n.source = e.text("source");
   return n;
+}
+
+// A torch release as major.minor ("2.7"); a patch part is refused, since
+// the builds' lists change with minor releases only.
+void read_torch_release(Entry& e, std::string_view key, bool required, CudaVersion& out,
+                        bool& present) {
+  const std::string text = e.optional_text(key);
+  present = !text.empty();
+  if (!present) {
+    if (required) (void)e.text(key);
+    return;
+  }
+  auto parsed = CudaVersion::parse(text);
+  if (!parsed || std::count(text.begin(), text.end(), '.') != 1) {
+    e.fail(e.field_path(key), "expected a torch release like 2.7, got " + quote(text));
+    return;
+  }
+  out = *parsed;
+}
+
+TorchBuild read_torch_build(Entry& e) {
+  TorchBuild t;
+  t.cuda_variant = e.text("cudaVariant");
+  if (auto cuda = e.parsed("cuda", true, &CudaVersion::parse)) {
+    t.cuda = *cuda;
+    require_minor(e, "cuda", e.optional_text("cuda"));
+    const std::string variant =
+        "cu" + std::to_string(cuda->major()) + std::to_string(cuda->minor());
+    if (!t.cuda_variant.empty() && t.cuda_variant != variant) {
+      e.fail(e.field_path("cudaVariant"), "expected " + quote(variant) + " for CUDA " +
+                                              cuda->str() + ", got " + quote(t.cuda_variant));
+    }
+  }
+  bool present = false;
+  read_torch_release(e, "torchSince", true, t.torch_since, present);
+  CudaVersion before;
+  read_torch_release(e, "torchBefore", false, before, present);
+  if (present) {
+    t.torch_before = before;
+    if (!(t.torch_since < before)) {
+      e.fail(e.field_path("torchBefore"), "expected a torch release after torchSince " +
+                                              t.torch_since.str() + ", got " + before.str());
+    }
+  }
+  t.arch_list = e.text("archList");
+  if (!t.arch_list.empty() && !well_formed_arch_list(t.arch_list)) {
+    e.fail(e.field_path("archList"),
+           "expected entries like 8.0, 9.0a or 8.6+PTX joined by ';', got " + quote(t.arch_list));
+  }
+  t.source = e.text("source");
+  return t;
 }
 
 ImageRule read_image_rule(Entry& e) {
@@ -680,77 +765,178 @@ std::optional<Error> check_architectures(const std::vector<NamedArchitecture>& a
   return std::nullopt;
 }
 
-std::optional<Error> check_section(std::string_view section, const CompatDb& db) {
-  if (section == "cudaReleases") {
-    return unique(db.cuda_releases, section, "version",
-                  [](const CudaRelease& r) { return r.version; });
-  }
-  if (section == "minorVersionCompat") {
-    return unique(db.minor_version_compat, section, "cudaMajor",
-                  [](const MinorVersionCompat& m) { return m.cuda_major; });
-  }
-  if (section == "driverBranches") {
-    if (auto e = unique(db.driver_branches, section, "branch",
-                        [](const DriverBranch& b) { return b.branch; })) {
-      return e;
+// One variant's builds cover each torch release once.
+std::optional<Error> check_torch_builds(const std::vector<TorchBuild>& builds) {
+  for (std::size_t i = 0; i < builds.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      const TorchBuild& a = builds[i];
+      const TorchBuild& b = builds[j];
+      if (a.cuda != b.cuda) continue;
+      const bool a_before_b = a.torch_before && !(b.torch_since < *a.torch_before);
+      const bool b_before_a = b.torch_before && !(a.torch_since < *b.torch_before);
+      if (!a_before_b && !b_before_a) {
+        return Error{indexed("torchBuilds", i) + ".torchSince",
+                     "repeats " + indexed("torchBuilds", j) + " for the same torch releases of " +
+                         a.cuda_variant +
+                         "; entries need torchSince/torchBefore ranges that do not overlap"};
+      }
     }
-    return check_branch_order(db.driver_branches);
-  }
-  if (section == "cudaTargets") {
-    return unique(db.cuda_targets, section, "since", [](const CudaTargets& t) {
-      return std::make_pair(t.since.major(), t.since.minor());
-    });
-  }
-  if (section == "products") return check_products(db.products);
-  if (section == "cloudAccelerators") {
-    return unique(db.cloud_accelerators, section, "value", [](const CloudAccelerator& c) {
-      return std::make_pair(c.label, to_lower(c.value));
-    });
-  }
-  if (section == "architectures") return check_architectures(db.architectures);
-  if (section == "tegraCapabilities") {
-    return unique(db.tegra, section, "computeCapability", [](const TegraCapability& t) {
-      return std::make_pair(t.cc.major(), t.cc.minor());
-    });
-  }
-  if (section == "cudaImages") {
-    return unique(db.cuda_images, section, "cudaVersion",
-                  [](const CudaImage& i) { return i.cuda_version; });
-  }
-  if (section == "ngcReleases") {
-    return unique(db.ngc_releases, section, "release",
-                  [](const NgcRelease& n) { return n.release; });
   }
   return std::nullopt;
 }
 
-std::optional<Error> read_section(std::string_view section, const json& value, CompatDb& db) {
-  std::optional<Error> error;
-  if (section == "cudaReleases") {
-    error = read_entries(value, section, db.cuda_releases, read_cuda_release);
-  } else if (section == "minorVersionCompat") {
-    error = read_entries(value, section, db.minor_version_compat, read_minor_version_compat);
-  } else if (section == "driverBranches") {
-    error = read_entries(value, section, db.driver_branches, read_driver_branch);
-  } else if (section == "cudaTargets") {
-    error = read_entries(value, section, db.cuda_targets, read_cuda_targets);
-  } else if (section == "products") {
-    error = read_entries(value, section, db.products, read_product);
-  } else if (section == "cloudAccelerators") {
-    error = read_entries(value, section, db.cloud_accelerators, read_cloud_accelerator);
-  } else if (section == "architectures") {
-    error = read_entries(value, section, db.architectures, read_architecture);
-  } else if (section == "tegraCapabilities") {
-    error = read_entries(value, section, db.tegra, read_tegra_capability);
-  } else if (section == "cudaImages") {
-    error = read_entries(value, section, db.cuda_images, read_cuda_image);
-  } else if (section == "ngcReleases") {
-    error = read_entries(value, section, db.ngc_releases, read_ngc_release);
-  } else if (section == "imageRules") {
-    error = read_entries(value, section, db.image_rules, read_image_rule);
+// A capability's support ends once.
+std::optional<Error> check_last_driver_branches(const std::vector<LastDriverBranch>& entries) {
+  std::map<std::pair<int, int>, std::size_t> seen;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    for (std::size_t k = 0; k < entries[i].capabilities.size(); ++k) {
+      const ComputeCapability cc = entries[i].capabilities[k];
+      const auto [it, inserted] = seen.emplace(std::make_pair(cc.major(), cc.minor()), i);
+      if (!inserted) {
+        return Error{indexed(indexed("lastDriverBranches", i) + ".computeCapabilities", k),
+                     cc.str() + " is already in " + indexed("lastDriverBranches", it->second) +
+                         "; each capability's support ends once"};
+      }
+    }
   }
-  if (error) return error;
-  return check_section(section, db);
+  return std::nullopt;
+}
+
+// One section of the schema: its name, whether a matrix must give it, and
+// how it is read into a CompatDb and checked across its entries.
+struct Section {
+  std::string_view name;
+  bool required;
+  std::optional<Error> (*read)(const json& value, CompatDb& db);
+};
+
+// read_entries, then `check` over the section's entries.
+template <class T, class ReadOne, class Check>
+std::optional<Error> read_checked(const json& value, std::string_view section, std::vector<T>& out,
+                                  ReadOne read_one, Check check) {
+  if (auto error = read_entries(value, section, out, read_one)) return error;
+  return check(out);
+}
+
+template <class T>
+std::optional<Error> no_check(const std::vector<T>& /*entries*/) {
+  return std::nullopt;
+}
+
+// Every section of the schema, in the order README documents them.
+const std::array<Section, 13> kSections = {{
+    {"cudaReleases", true,
+     [](const json& v, CompatDb& db) {
+       return read_checked(v, "cudaReleases", db.cuda_releases, read_cuda_release,
+                           [](const std::vector<CudaRelease>& e) {
+                             return unique(e, "cudaReleases", "version",
+                                           [](const CudaRelease& r) { return r.version; });
+                           });
+     }},
+    {"minorVersionCompat", true,
+     [](const json& v, CompatDb& db) {
+       return read_checked(v, "minorVersionCompat", db.minor_version_compat,
+                           read_minor_version_compat, [](const std::vector<MinorVersionCompat>& e) {
+                             return unique(
+                                 e, "minorVersionCompat", "cudaMajor",
+                                 [](const MinorVersionCompat& m) { return m.cuda_major; });
+                           });
+     }},
+    {"driverBranches", true,
+     [](const json& v, CompatDb& db) {
+       return read_checked(
+           v, "driverBranches", db.driver_branches, read_driver_branch,
+           [](const std::vector<DriverBranch>& e) -> std::optional<Error> {
+             if (auto error = unique(e, "driverBranches", "branch",
+                                     [](const DriverBranch& b) { return b.branch; })) {
+               return error;
+             }
+             return check_branch_order(e);
+           });
+     }},
+    {"cudaTargets", true,
+     [](const json& v, CompatDb& db) {
+       return read_checked(v, "cudaTargets", db.cuda_targets, read_cuda_targets,
+                           [](const std::vector<CudaTargets>& e) {
+                             return unique(e, "cudaTargets", "since", [](const CudaTargets& t) {
+                               return std::make_pair(t.since.major(), t.since.minor());
+                             });
+                           });
+     }},
+    {"lastDriverBranches", false,
+     [](const json& v, CompatDb& db) {
+       return read_checked(v, "lastDriverBranches", db.last_driver_branches,
+                           read_last_driver_branch, check_last_driver_branches);
+     }},
+    {"products", true,
+     [](const json& v, CompatDb& db) {
+       return read_checked(v, "products", db.products, read_product, check_products);
+     }},
+    {"cloudAccelerators", true,
+     [](const json& v, CompatDb& db) {
+       return read_checked(v, "cloudAccelerators", db.cloud_accelerators, read_cloud_accelerator,
+                           [](const std::vector<CloudAccelerator>& e) {
+                             return unique(e, "cloudAccelerators", "value",
+                                           [](const CloudAccelerator& c) {
+                                             return std::make_pair(c.label, to_lower(c.value));
+                                           });
+                           });
+     }},
+    {"architectures", true,
+     [](const json& v, CompatDb& db) {
+       return read_checked(v, "architectures", db.architectures, read_architecture,
+                           check_architectures);
+     }},
+    {"tegraCapabilities", true,
+     [](const json& v, CompatDb& db) {
+       return read_checked(v, "tegraCapabilities", db.tegra, read_tegra_capability,
+                           [](const std::vector<TegraCapability>& e) {
+                             return unique(e, "tegraCapabilities", "computeCapability",
+                                           [](const TegraCapability& t) {
+                                             return std::make_pair(t.cc.major(), t.cc.minor());
+                                           });
+                           });
+     }},
+    {"cudaImages", true,
+     [](const json& v, CompatDb& db) {
+       return read_checked(v, "cudaImages", db.cuda_images, read_cuda_image,
+                           [](const std::vector<CudaImage>& e) {
+                             return unique(e, "cudaImages", "cudaVersion",
+                                           [](const CudaImage& i) { return i.cuda_version; });
+                           });
+     }},
+    {"ngcReleases", true,
+     [](const json& v, CompatDb& db) {
+       return read_checked(v, "ngcReleases", db.ngc_releases, read_ngc_release,
+                           [](const std::vector<NgcRelease>& e) {
+                             return unique(e, "ngcReleases", "release",
+                                           [](const NgcRelease& n) { return n.release; });
+                           });
+     }},
+    {"imageRules", true,
+     [](const json& v, CompatDb& db) {
+       return read_checked(v, "imageRules", db.image_rules, read_image_rule, no_check<ImageRule>);
+     }},
+    {"torchBuilds", false,
+     [](const json& v, CompatDb& db) {
+       return read_checked(v, "torchBuilds", db.torch_builds, read_torch_build, check_torch_builds);
+     }},
+}};
+
+const Section* find_section(std::string_view name) {
+  for (const Section& section : kSections) {
+    if (section.name == name) return &section;
+  }
+  return nullptr;
+}
+
+std::string section_names() {
+  std::string out;
+  for (const Section& section : kSections) {
+    if (!out.empty()) out += ", ";
+    out += section.name;
+  }
+  return out;
 }
 
 // Cloud labels name products by Product::name, which may live in another file.
@@ -762,6 +948,18 @@ std::optional<Error> check_cloud_products(const CompatDb& db) {
     if (!known) {
       return Error{indexed("cloudAccelerators", i) + ".product",
                    "no product is named " + quote(name) + " (use a products[].name)"};
+    }
+  }
+  return std::nullopt;
+}
+
+// A pytorch-tag rule reads torchBuilds, which may live in another file or
+// be left out: then the rule has nothing to read.
+std::optional<Error> check_image_rules(const CompatDb& db) {
+  for (std::size_t i = 0; i < db.image_rules.size(); ++i) {
+    if (db.image_rules[i].kind == "pytorch-tag" && db.torch_builds.empty()) {
+      return Error{indexed("imageRules", i) + ".kind",
+                   "\"pytorch-tag\" reads the arch lists of torchBuilds, which has no entry"};
     }
   }
   return std::nullopt;
@@ -819,25 +1017,36 @@ Expected<CompatDb> load_compat_db(const std::vector<CompatDbFile>& files) {
                        (version->is_number_integer() ? version->dump() : kind_of(*version))};
     }
     for (const auto& item : root.items()) {
-      const std::string& section = item.key();
-      if (section == "schemaVersion") continue;
-      if (!one_of(section, kSections)) {
-        return Error{file.name + ": " + printable(section),
-                     "unknown section (expected one of: " + listing(kSections) + ")"};
+      const std::string& name = item.key();
+      if (name == "schemaVersion") continue;
+      if (name == "asOf") {
+        const json& value = item.value();
+        if (!value.is_string() || !is_date(value.get_ref<const std::string&>())) {
+          return Error{
+              file.name + ": asOf",
+              "expected the date the data was checked, like 2026-12-04, got " + kind_of(value)};
+        }
+        db.as_of = std::max(db.as_of, value.get<std::string>());
+        continue;
       }
-      if (const auto given = section_file.find(section); given != section_file.end()) {
-        return Error{file.name + ": " + section, "section already given in " + given->second +
-                                                     "; a section may appear in one file only"};
+      const Section* section = find_section(name);
+      if (section == nullptr) {
+        return Error{file.name + ": " + printable(name),
+                     "unknown section (expected asOf or one of: " + section_names() + ")"};
       }
-      section_file.emplace(section, file.name);
-      if (auto error = read_section(section, item.value(), db)) return error->within(file.name);
+      if (const auto given = section_file.find(name); given != section_file.end()) {
+        return Error{file.name + ": " + name, "section already given in " + given->second +
+                                                  "; a section may appear in one file only"};
+      }
+      section_file.emplace(name, file.name);
+      if (auto error = section->read(item.value(), db)) return error->within(file.name);
     }
   }
-  for (std::string_view section : kSections) {
-    if (section_file.find(section) != section_file.end()) continue;
+  for (const Section& section : kSections) {
+    if (!section.required || section_file.find(section.name) != section_file.end()) continue;
     std::string names;
     for (const CompatDbFile& file : files) names += (names.empty() ? "" : ", ") + file.name;
-    return Error{names, "missing section \"" + std::string(section) +
+    return Error{names, "missing section \"" + std::string(section.name) +
                             "\"; every compat-db section must be given by one of the files"};
   }
   if (auto error = check_cloud_products(db)) {
@@ -854,6 +1063,9 @@ Expected<CompatDb> load_compat_db(const std::vector<CompatDbFile>& files) {
       [](const DriverBranch& a, const DriverBranch& b) { return a.branch < b.branch; });
   std::stable_sort(db.cuda_targets.begin(), db.cuda_targets.end(),
                    [](const CudaTargets& a, const CudaTargets& b) { return a.since < b.since; });
+  if (auto error = check_image_rules(db)) {
+    return error->within(section_file.find("imageRules")->second);
+  }
   db.revision = content_revision(files);
   return db;
 }
@@ -967,6 +1179,103 @@ const NgcRelease* CompatDb::ngc_release(std::string_view release) const {
   const auto it = std::find_if(ngc_releases.begin(), ngc_releases.end(),
                                [&](const NgcRelease& n) { return n.release == release; });
   return it == ngc_releases.end() ? nullptr : &*it;
+}
+
+bool CompatDb::branch_beyond_known(const DriverVersion& driver) const {
+  return !driver_branches.empty() && driver.branch() > driver_branches.back().branch;
+}
+
+const LastDriverBranch* CompatDb::last_driver_branch(ComputeCapability cc) const {
+  for (const LastDriverBranch& entry : last_driver_branches) {
+    if (std::find(entry.capabilities.begin(), entry.capabilities.end(), cc) !=
+        entry.capabilities.end()) {
+      return &entry;
+    }
+  }
+  return nullptr;
+}
+
+std::optional<ComputeCapability> CompatDb::newest_capability() const {
+  std::optional<ComputeCapability> newest;
+  const auto consider = [&newest](ComputeCapability cc) {
+    if (!newest || *newest < cc) newest = cc;
+  };
+  for (const CudaTargets& targets : cuda_targets) {
+    for (const ComputeCapability& cc : targets.all) consider(cc);
+  }
+  for (const Product& product : products) consider(product.cc);
+  return newest;
+}
+
+bool CompatDb::capability_beyond_known(ComputeCapability cc) const {
+  std::optional<int> newest_major;
+  std::optional<int> newest_minor_of_major;  // of cc's major
+  const auto consider = [&](ComputeCapability known) {
+    if (!newest_major || *newest_major < known.major()) newest_major = known.major();
+    if (known.major() == cc.major() &&
+        (!newest_minor_of_major || *newest_minor_of_major < known.minor())) {
+      newest_minor_of_major = known.minor();
+    }
+  };
+  for (const CudaTargets& targets : cuda_targets) {
+    for (const ComputeCapability& known : targets.all) consider(known);
+  }
+  for (const Product& product : products) consider(product.cc);
+  if (newest_minor_of_major) return *newest_minor_of_major < cc.minor();
+  return newest_major && *newest_major < cc.major();
+}
+
+std::optional<CudaVersion> CompatDb::newest_cuda() const {
+  std::optional<CudaVersion> newest;
+  const auto consider = [&newest](CudaVersion cuda) {
+    if (!newest || *newest < cuda) newest = cuda;
+  };
+  for (const CudaRelease& release : cuda_releases) consider(release.cuda);
+  for (const DriverBranch& branch : driver_branches) consider(branch.cuda);
+  for (const CudaTargets& targets : cuda_targets) consider(targets.since);
+  return newest;
+}
+
+std::string CompatDb::describe() const {
+  std::string out = "the compatibility matrix (revision ";
+  out += revision;
+  out += ", ";
+  out += as_of.empty() ? std::string("undated") : as_of;
+  out += ')';
+  return out;
+}
+
+const TorchBuild* CompatDb::torch_build(CudaVersion torch, CudaVersion cuda) const {
+  for (const TorchBuild& build : torch_builds) {
+    if (build.cuda == cuda && build.applies_to(torch)) return &build;
+  }
+  return nullptr;
+}
+
+std::vector<std::pair<std::string, std::string>> newest_entries(const CompatDb& db) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (!db.cuda_releases.empty()) {
+    const CudaRelease& r = db.cuda_releases.back();
+    out.emplace_back("CUDA release", r.label + " (" + r.version + ")");
+  }
+  if (!db.driver_branches.empty()) {
+    const DriverBranch& b = db.driver_branches.back();
+    out.emplace_back("driver branch", std::to_string(b.branch) + " (CUDA " + b.cuda.str() + ")");
+  }
+  if (const auto cc = db.newest_capability()) out.emplace_back("compute capability", cc->str());
+  const auto newest_ngc = std::max_element(
+      db.ngc_releases.begin(), db.ngc_releases.end(),
+      [](const NgcRelease& a, const NgcRelease& b) { return a.release < b.release; });
+  if (newest_ngc != db.ngc_releases.end()) out.emplace_back("NGC release", newest_ngc->release);
+  const TorchBuild* newest_torch = nullptr;
+  for (const TorchBuild& t : db.torch_builds) {
+    if (newest_torch == nullptr || newest_torch->cuda < t.cuda) newest_torch = &t;
+  }
+  if (newest_torch != nullptr) {
+    out.emplace_back("PyTorch build", newest_torch->cuda_variant + " (torch " +
+                                          newest_torch->torch_since.str() + ")");
+  }
+  return out;
 }
 
 }  // namespace cudagate

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "types/expected.h"
@@ -38,11 +39,23 @@ struct MinorVersionCompat {
   std::string source;
 };
 
-// A driver branch and the CUDA version its driver reports (nvidia-smi).
+// A driver branch and the CUDA version its driver reports (nvidia-smi's
+// "CUDA Version", or "CUDA UMD Version" from 610.43.03 on).
 struct DriverBranch {
   int branch = 0;           // 535
   CudaVersion cuda;         // 12.2
-  std::string designation;  // "LTSB", "PB", "NFB", "" when unknown
+  std::string designation;  // "LTSB", "PB", "NFB", "developer", "" when unknown
+  std::string end_of_life;  // "2026-06" as NVIDIA's datacenter pages give it; "" when not given
+  std::string source;
+};
+
+// The last driver branch that supports a GPU architecture: a driver of a
+// newer branch does not run on its GPUs, so a node whose labels claim one
+// has labels that cannot all be true.
+struct LastDriverBranch {
+  std::string family;                           // "kepler"
+  std::vector<ComputeCapability> capabilities;  // 3.0, 3.5, 3.7
+  int last_branch = 0;                          // 470
   std::string source;
 };
 
@@ -124,12 +137,32 @@ struct NgcRelease {
   std::vector<DriverVersion> forward_compat;  // "470.57" = 470.57 or later within R470
   std::optional<ComputeCapability> min_cc;
   std::string source;
+  std::string pytorch_version =
+      {};  // the PyTorch the container ships: "2.10.0"; "" when not stated
+};
+
+// A build of PyTorch's own wheels and pytorch/pytorch images for one CUDA
+// variant, over the torch releases [torch_since, torch_before) in which its
+// TORCH_CUDA_ARCH_LIST did not change (torch_before absent: still current).
+struct TorchBuild {
+  std::string cuda_variant;  // "cu128"
+  CudaVersion cuda;          // 12.8
+  CudaVersion torch_since;   // torch 2.7, read as major.minor
+  std::optional<CudaVersion> torch_before;
+  std::string arch_list;  // "7.5;8.0;8.6;9.0;10.0;12.0+PTX", as TORCH_CUDA_ARCH_LIST spells it
+  std::string source;
+
+  [[nodiscard]] bool applies_to(CudaVersion torch) const {
+    return !(torch < torch_since) && (!torch_before || torch < *torch_before);
+  }
 };
 
 // How to infer metadata from references of one set of repositories.
 //  kind "cuda-base":    tag starts with the CUDA version, looked up in cuda_images
 //  kind "ngc-release":  tag starts with YY.MM, looked up in ngc_releases
 //  kind "cuda-tag":     a tag token cudaX.Y / cuX.Y / cuXYZ gives the CUDA version
+//  kind "pytorch-tag":  a tag <torch>-cuda<X.Y>-... gives torch and CUDA, and through
+//                       torch_builds the arch list PyTorch built it for
 struct ImageRule {
   std::vector<std::string> repositories;  // normalised names: "docker.io/nvidia/cuda"; "*" = any
   std::string kind;
@@ -137,7 +170,8 @@ struct ImageRule {
 };
 
 struct CompatDb {
-  std::string revision;                    // content revision, printed by `cudagate version`
+  std::string revision;  // content revision, printed by `cudagate version`
+  std::string as_of;     // "2026-12-04": the newest date the files say their data was checked
   std::vector<CudaRelease> cuda_releases;  // sorted by version
   std::vector<MinorVersionCompat> minor_version_compat;
   std::vector<DriverBranch> driver_branches;  // sorted by branch
@@ -149,6 +183,8 @@ struct CompatDb {
   std::vector<CudaImage> cuda_images;
   std::vector<NgcRelease> ngc_releases;
   std::vector<ImageRule> image_rules;
+  std::vector<LastDriverBranch> last_driver_branches;
+  std::vector<TorchBuild> torch_builds;
 
   // --- Lookups. All are pure and cheap enough for the request path. ---
 
@@ -157,6 +193,29 @@ struct CompatDb {
   // The CUDA version a driver reports, from its branch; for a branch between
   // known ones, the nearest lower branch's; nullopt below the oldest.
   [[nodiscard]] std::optional<CudaVersion> max_cuda_for(const DriverVersion& driver) const;
+  // Whether the driver's branch is newer than every branch the matrix
+  // knows: max_cuda_for() then answers the newest known branch's CUDA, which
+  // the driver supports at least (a floor, not its own value).
+  [[nodiscard]] bool branch_beyond_known(const DriverVersion& driver) const;
+  // The last branch that supports GPUs of `cc`, or nullptr when no entry
+  // ends that capability's support.
+  [[nodiscard]] const LastDriverBranch* last_driver_branch(ComputeCapability cc) const;
+  // The newest compute capability the matrix can name (compiler targets and
+  // products).
+  [[nodiscard]] std::optional<ComputeCapability> newest_capability() const;
+  // Whether `cc` is newer than the matrix knows: a minor above every known
+  // capability of its major (10.9 when 10.7 is the newest 10.x), or a major
+  // above every known one. A capability between known ones (7.1, 8.4) is
+  // not newer: no such GPU exists.
+  [[nodiscard]] bool capability_beyond_known(ComputeCapability cc) const;
+  // The newest CUDA release the matrix knows (releases, branches, targets).
+  [[nodiscard]] std::optional<CudaVersion> newest_cuda() const;
+  // "the compatibility matrix (revision 0123456789abcdef, 2026-12-04)": how
+  // messages about a gap in the matrix name it.
+  [[nodiscard]] std::string describe() const;
+  // PyTorch's own build for `torch` (major.minor) and the CUDA release of a
+  // pytorch/pytorch tag, or nullptr.
+  [[nodiscard]] const TorchBuild* torch_build(CudaVersion torch, CudaVersion cuda) const;
   // Minor-version compatibility floor for a CUDA major; nullopt if none.
   [[nodiscard]] const MinorVersionCompat* minor_compat_for(int cuda_major) const;
   // What `cuda` can compile for; nullptr when older than every entry.
@@ -181,6 +240,13 @@ struct CompatDb {
   [[nodiscard]] const NgcRelease* ngc_release(std::string_view release) const;
 };
 
+// The newest entries of a matrix, so that a person sees at once how far it
+// reaches: ("CUDA release", "13.5 GA (13.5.0)"), ("driver branch", "620
+// (CUDA 13.5)"), ("compute capability", "12.1"), ("NGC release", "26.11"),
+// ("PyTorch build", "cu132 (torch 2.11)"); a section without entries is
+// left out.
+[[nodiscard]] std::vector<std::pair<std::string, std::string>> newest_entries(const CompatDb& db);
+
 // One input file: its name (for errors) and its JSON text.
 struct CompatDbFile {
   std::string name;
@@ -188,9 +254,10 @@ struct CompatDbFile {
 };
 
 // Merges and validates the sections of `files`. Each file is an object
-// {"schemaVersion": 1, "<section>": [...], ...}; a section may appear in one
-// file only, and every section must appear somewhere. Errors name the file,
-// the entry ("cudaReleases[3]") and the field.
+// {"schemaVersion": 1, "asOf": "YYYY-MM-DD", "<section>": [...], ...}; a
+// section may appear in one file only, every required section must appear
+// somewhere (lastDriverBranches and torchBuilds may be left out), and asOf is
+// optional. Errors name the file, the entry ("cudaReleases[3]") and the field.
 Expected<CompatDb> load_compat_db(const std::vector<CompatDbFile>& files);
 
 // The matrix embedded at build time (the JSON files of compat-db/).

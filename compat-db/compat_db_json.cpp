@@ -29,6 +29,7 @@ void put_if_not_empty(Json& object, const char* key, const std::string& value) {
 Json compat_db_to_json(const CompatDb& db) {
   Json out;
   out["schemaVersion"] = 1;
+  if (!db.as_of.empty()) out["asOf"] = db.as_of;
 
   Json& releases = out["cudaReleases"] = Json::array();
   for (const auto& r : db.cuda_releases) {
@@ -48,6 +49,7 @@ Json compat_db_to_json(const CompatDb& db) {
   for (const auto& b : db.driver_branches) {
     Json entry = {{"branch", b.branch}, {"cuda", b.cuda.str()}};
     put_if_not_empty(entry, "designation", b.designation);
+    put_if_not_empty(entry, "endOfLife", b.end_of_life);
     entry["source"] = b.source;
     branches.push_back(std::move(entry));
   }
@@ -60,6 +62,16 @@ Json compat_db_to_json(const CompatDb& db) {
     if (!t.family_specific.empty()) entry["familySpecific"] = cc_list(t.family_specific);
     entry["source"] = t.source;
     targets.push_back(std::move(entry));
+  }
+
+  if (!db.last_driver_branches.empty()) {
+    Json& last = out["lastDriverBranches"] = Json::array();
+    for (const auto& l : db.last_driver_branches) {
+      last.push_back({{"family", l.family},
+                      {"computeCapabilities", cc_list(l.capabilities)},
+                      {"lastBranch", l.last_branch},
+                      {"source", l.source}});
+    }
   }
 
   Json& products = out["products"] = Json::array();
@@ -111,6 +123,7 @@ Json compat_db_to_json(const CompatDb& db) {
     for (const auto& d : n.forward_compat) forward.push_back(d.str());
     entry["forwardCompat"] = std::move(forward);
     if (n.min_cc) entry["minComputeCapability"] = n.min_cc->str();
+    put_if_not_empty(entry, "pytorchVersion", n.pytorch_version);
     entry["source"] = n.source;
     ngc.push_back(std::move(entry));
   }
@@ -118,6 +131,19 @@ Json compat_db_to_json(const CompatDb& db) {
   Json& rules = out["imageRules"] = Json::array();
   for (const auto& r : db.image_rules) {
     rules.push_back({{"repositories", r.repositories}, {"kind", r.kind}, {"source", r.source}});
+  }
+
+  if (!db.torch_builds.empty()) {
+    Json& torch = out["torchBuilds"] = Json::array();
+    for (const auto& t : db.torch_builds) {
+      Json entry = {{"cudaVariant", t.cuda_variant},
+                    {"cuda", t.cuda.str()},
+                    {"torchSince", t.torch_since.str()}};
+      if (t.torch_before) entry["torchBefore"] = t.torch_before->str();
+      entry["archList"] = t.arch_list;
+      entry["source"] = t.source;
+      torch.push_back(std::move(entry));
+    }
   }
   return out;
 }

@@ -490,6 +490,14 @@ Expected<ArchSet> parse_torch_arch_list(std::string_view text, const CompatDb& d
   return ArchSet(std::move(targets));
 }
 
+std::string arch_list_beyond_matrix(std::string_view text, bool torch, const CompatDb& db) {
+  for (std::string_view entry : torch ? split_torch_entries(text) : split_entries(text)) {
+    const auto target = torch ? parse_torch_numeric(entry) : parse_cmake_numeric(entry);
+    if (target && db.capability_beyond_known(target->cc)) return std::string(entry);
+  }
+  return {};
+}
+
 Expected<ArchSet> parse_cmake_arch_list(std::string_view text, const CompatDb& db,
                                         std::optional<CudaVersion> cuda) {
   const std::vector<std::string_view> entries = split_entries(text);

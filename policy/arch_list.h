@@ -127,6 +127,14 @@ Expected<ArchSet> parse_torch_arch_list(std::string_view text, const CompatDb& d
 Expected<ArchSet> parse_cmake_arch_list(std::string_view text, const CompatDb& db,
                                         std::optional<CudaVersion> cuda);
 
+// Whether a list (TORCH_CUDA_ARCH_LIST when `torch`, else CUDA_ARCHITECTURES)
+// names a compute capability newer than the matrix knows
+// (CompatDb::capability_beyond_known): the first such entry, or "". Such a list
+// is no error of the image's: the matrix is behind, and what the image can
+// run on is unknown.
+[[nodiscard]] std::string arch_list_beyond_matrix(std::string_view text, bool torch,
+                                                  const CompatDb& db);
+
 // Whether a list names the GPUs of the machine that built the image instead
 // of architectures: TORCH_CUDA_ARCH_LIST exactly "native" (cpp_extension
 // then builds for the GPUs it sees), or a CUDA_ARCHITECTURES list with the

@@ -28,12 +28,22 @@ inline constexpr std::string_view kRuleCudaDriver = "cuda-driver";
 inline constexpr std::string_view kRuleGpuArch = "gpu-arch";
 inline constexpr std::string_view kRuleGpuFeature = "gpu-feature";
 
+// The fix of an unknown finding whose cause is a gap in the compatibility
+// matrix (a driver branch, product, CUDA release or compute capability
+// newer than it knows); such a finding's fix starts with it.
+inline constexpr std::string_view kFixUpdateMatrix = "update cudagate or give --compat-db";
+
 struct Finding {
   std::string rule;       // kRule*
   std::string container;  // container name
   std::string message;    // "needs CUDA 12.4; driver 535.129.03 supports up to CUDA 12.2"
   std::string fix;        // "upgrade the driver to 550.54.14 or newer, or ..."
   bool unknown = false;   // true when the finding says a value is missing, not that a rule failed
+
+  // An unknown that a newer matrix would answer.
+  [[nodiscard]] bool matrix_gap() const {
+    return unknown && std::string_view(fix).starts_with(kFixUpdateMatrix);
+  }
 };
 
 struct SourcedValue {

@@ -99,7 +99,7 @@ std::string facts_key(const GpuFacts& f) {
            std::to_string(f.driver->part(2));
   }
   key += kSep;
-  if (f.max_cuda) key += f.max_cuda->str();
+  if (f.max_cuda) key += f.max_cuda->str() + (f.max_cuda_floor ? "+" : "");
   key += kSep;
   if (f.cc) key += f.cc->str();
   key += kSep;
@@ -111,6 +111,8 @@ std::string facts_key(const GpuFacts& f) {
   key += kSep;
   key += std::to_string(static_cast<int>(f.driver_source)) + "," +
          std::to_string(static_cast<int>(f.cc_source));
+  key += kSep;
+  key += f.inconsistency;
   for (const DeviceKind& kind : f.devices) {
     key += kSep;
     key += kind.driver;

@@ -254,6 +254,21 @@ bool infer_with_rule(const ImageRule& rule, const ImageRef& ref, const CompatDb&
     }
     return true;
   }
+  if (rule.kind == "pytorch-tag") {
+    // "<torch>-cuda<X.Y>-cudnn<N>-<flavour>", as pytorch/pytorch tags its
+    // images: the CUDA release, and the arch list PyTorch built that
+    // torch release for it with (torchBuilds).
+    const std::string_view torch_text = leading_version(ref.tag);
+    const auto torch = CudaVersion::parse(torch_text);
+    auto cuda_text = cuda_from_tag(ref.tag);
+    if (!torch || !cuda_text) return false;
+    const auto cuda = CudaVersion::parse(*cuda_text);
+    const TorchBuild* build = cuda ? db.torch_build(*torch, *cuda) : nullptr;
+    if (build == nullptr) return false;
+    facts.labels.emplace_back(kCudaLabel, *cuda_text);
+    facts.env.emplace_back(kTorchArchList, build->arch_list);
+    return true;
+  }
   if (rule.kind == "cuda-tag") {
     auto version = cuda_from_tag(ref.tag);
     if (!version) return false;
@@ -422,7 +437,7 @@ class Resolver {
       auto parsed = parse_cuda_version_variable(*v->value);
       if (parsed) {
         md.cuda.value = *parsed;
-      } else if (v->source == Source::env) {
+      } else if (v->source == Source::env && !require_disabled()) {
         return env_error(kCudaVersion, parsed.error());
       } else {
         md.cuda.source = Source::unknown;
@@ -455,6 +470,26 @@ class Resolver {
       return std::nullopt;
     }
     return std::nullopt;
+  }
+
+  // NVIDIA_DISABLE_REQUIRE set to a true value: the toolkit then reads
+  // neither the requirements nor CUDA_VERSION (cuda_image.go GetRequirements).
+  bool require_disabled() const {
+    const EnvValue* disable = env_.find(kDisableRequire);
+    return disable != nullptr && disable->value && go_parse_bool_true(*disable->value);
+  }
+
+  // An arch list that names a capability newer than the matrix knows: archs
+  // unknown, said so; false when the list is within the matrix.
+  bool beyond_matrix(ContainerMetadata& md, Source source, std::string_view name,
+                     std::string_view text, bool torch) const {
+    const std::string entry = arch_list_beyond_matrix(text, torch, db_);
+    if (entry.empty()) return false;
+    md.archs = Sourced<ArchSet>{std::nullopt, source, std::string(text), std::string(name)};
+    md.archs_unknown = "CUDA arch " + quote(entry) + " in " + std::string(name) + ": " +
+                       db_.describe() + " does not know that compute capability";
+    md.archs_beyond_matrix = true;
+    return true;
   }
 
   std::optional<Error> resolve_require(ContainerMetadata& md) const {
@@ -516,6 +551,7 @@ class Resolver {
       if (!v->value) return std::nullopt;
       md.archs.text = std::string(*v->value);
       const bool torch = name == kTorchArchList;
+      if (beyond_matrix(md, v->source, name, *v->value, torch)) return std::nullopt;
       if (torch ? torch_arch_list_is_native(*v->value) : cmake_arch_list_is_native(*v->value)) {
         md.archs_unknown = std::string(name) + " is \"" + md.archs.text +
                            "\": the image was built for the GPUs of the machine that built it, "
@@ -590,14 +626,20 @@ class Resolver {
       return parse_torch_arch_list(text, db_, md.cuda.value, policy_.arch_list_reading);
     };
     if (auto a = annotation(kAnnotationArchs)) {
-      if (auto err = apply(md.archs, Source::annotation, a->first, *a->second, parse)) return err;
       md.archs_unknown.clear();
+      md.archs_beyond_matrix = false;
+      if (!beyond_matrix(md, Source::annotation, a->first, *a->second, true)) {
+        if (auto err = apply(md.archs, Source::annotation, a->first, *a->second, parse)) return err;
+      }
     }
     if (flags != nullptr && flags->arch_list) {
-      if (auto err = apply(md.archs, Source::flag, "--arch-list", *flags->arch_list, parse)) {
-        return err;
-      }
       md.archs_unknown.clear();
+      md.archs_beyond_matrix = false;
+      if (!beyond_matrix(md, Source::flag, "--arch-list", *flags->arch_list, true)) {
+        if (auto err = apply(md.archs, Source::flag, "--arch-list", *flags->arch_list, parse)) {
+          return err;
+        }
+      }
     }
     return std::nullopt;
   }

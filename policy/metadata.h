@@ -89,8 +89,11 @@ struct ContainerMetadata {
   Sourced<ComputeCapability> min_cc;
   bool require_disabled = false;  // NVIDIA_DISABLE_REQUIRE is true
   // Why archs is unknown although the image names its architectures (its
-  // list is "native": the GPUs of the build machine); empty otherwise.
+  // list is "native": the GPUs of the build machine, or names a capability
+  // newer than the matrix knows); empty otherwise.
   std::string archs_unknown;
+  // archs_unknown is a gap in the matrix, fixed by a newer one.
+  bool archs_beyond_matrix = false;
 };
 
 // Resolves one container's metadata. Values that a person wrote (annotations,
@@ -108,8 +111,12 @@ struct ContainerMetadata {
 // requirement.h). A pod variable set with valueFrom hides the image's value
 // and cannot be read at admission: the value it would give (cuda, archs, or
 // any requirement) is unknown. TORCH_CUDA_ARCH_LIST is read for the resolved
-// CUDA release and the policy's archListReading; a list that is "native"
-// leaves archs unknown with archs_unknown saying why.
+// CUDA release and the policy's archListReading; a list that is "native",
+// or that names a compute capability newer than the matrix knows (from any
+// source: an image's variable, an annotation, a flag), leaves archs unknown
+// with archs_unknown saying why. With NVIDIA_DISABLE_REQUIRE true, a
+// CUDA_VERSION that does not parse is no error (the toolkit never reads it
+// then): the CUDA version is unknown.
 //
 // Inference through compat-db image rules: "cuda-base" and "ngc-release"
 // give the image's CUDA_VERSION and NVIDIA_REQUIRE_CUDA (forward-compatible

@@ -197,7 +197,49 @@ std::optional<ComputeCapability> cc_from_semver(std::string_view text) {
   return parsed ? std::optional<ComputeCapability>(*parsed) : std::nullopt;
 }
 
+// Without a CUDA version reported by the node, the matrix's for the
+// driver's branch; for a branch newer than every one it knows, a floor.
+void table_max_cuda(const CompatDb& db, GpuFacts& f) {
+  if (f.max_cuda || !f.driver) return;
+  f.max_cuda = db.max_cuda_for(*f.driver);
+  f.max_cuda_floor = f.max_cuda && db.branch_beyond_known(*f.driver);
+}
+
+// A driver newer than the last branch that supports the node's GPU cannot
+// be running on it: the labels disagree (a stale label, a wrong product).
+void check_consistency(const CompatDb& db, GpuFacts& f) {
+  if (!f.driver || !f.cc) return;
+  const LastDriverBranch* last = db.last_driver_branch(*f.cc);
+  if (last == nullptr || f.driver->branch() <= last->last_branch) return;
+  f.inconsistency = "driver " + f.driver->str() + " is newer than R" +
+                    std::to_string(last->last_branch) + ", the last driver branch for " +
+                    last->family + " GPUs (compute capability " + f.cc->str() +
+                    "): the node's labels cannot all be true";
+}
+
 }  // namespace
+
+std::string max_cuda_text(const GpuFacts& facts) {
+  if (!facts.max_cuda) return "unknown";
+  if (facts.max_cuda_floor) return "at least " + facts.max_cuda->str() + " (inferred)";
+  return facts.max_cuda->str();
+}
+
+std::vector<std::pair<std::string, std::string>> matrix_gaps(const GpuFacts& facts,
+                                                             const CompatDb& db) {
+  std::vector<std::pair<std::string, std::string>> gaps;
+  if (facts.driver && db.branch_beyond_known(*facts.driver)) {
+    gaps.emplace_back("driver_branch", std::to_string(facts.driver->branch()));
+  }
+  if (!facts.product.empty() && db.product_by_gfd(facts.product) == nullptr &&
+      db.product_by_name(facts.product) == nullptr) {
+    gaps.emplace_back("product", facts.product);
+  }
+  if (facts.cc && db.capability_beyond_known(*facts.cc)) {
+    gaps.emplace_back("compute_capability", facts.cc->str());
+  }
+  return gaps;
+}
 
 GpuFacts device_gpu_facts(const DeviceKind& kind, const CompatDb& db) {
   GpuFacts f;
@@ -209,7 +251,7 @@ GpuFacts device_gpu_facts(const DeviceKind& kind, const CompatDb& db) {
   if (const DeviceAttribute* a = nvidia_attribute(kind, "cudaDriverVersion")) {
     if (auto cuda = CudaVersion::parse(a->value)) f.max_cuda = *cuda;
   }
-  if (!f.max_cuda && f.driver) f.max_cuda = db.max_cuda_for(*f.driver);
+  table_max_cuda(db, f);
   const Product* product = nullptr;
   if (const DeviceAttribute* a = nvidia_attribute(kind, "productName")) {
     f.product = a->value;
@@ -232,6 +274,7 @@ GpuFacts device_gpu_facts(const DeviceKind& kind, const CompatDb& db) {
   if (f.family.empty()) {
     if (const DeviceAttribute* a = nvidia_attribute(kind, "architecture")) f.family = a->value;
   }
+  check_consistency(db, f);
   return f;
 }
 
@@ -248,9 +291,11 @@ void add_device_facts(const Node& node, const CompatDb& db, GpuFacts& f) {
   if (!f.driver && first.driver) {
     f.driver = first.driver;
     f.driver_source = first.driver_source;
-    if (!f.max_cuda) f.max_cuda = first.max_cuda;
   }
-  if (!f.max_cuda) f.max_cuda = first.max_cuda;
+  if (!f.max_cuda) {
+    f.max_cuda = first.max_cuda;
+    f.max_cuda_floor = first.max_cuda_floor;
+  }
   if (!f.cc && first.cc) {
     f.cc = first.cc;
     f.cc_source = first.cc_source;
@@ -301,7 +346,7 @@ GpuFacts derive_gpu_facts(const Node& node, const CompatDb& db) {
     f.max_cuda = parse_opt<CudaVersion>(
         labels.joined("nvidia.com/cuda.runtime.major", "nvidia.com/cuda.runtime.minor"));
   }
-  if (!f.max_cuda && f.driver) f.max_cuda = db.max_cuda_for(*f.driver);
+  table_max_cuda(db, f);
 
   // The product: cloud accelerator labels, then the product name labels.
   const Product* product = nullptr;
@@ -357,6 +402,7 @@ GpuFacts derive_gpu_facts(const Node& node, const CompatDb& db) {
   }
   if (product != nullptr && !product->brand.empty()) f.brand = product->brand;
   add_device_facts(node, db, f);
+  check_consistency(db, f);
   return f;
 }
 

@@ -76,6 +76,10 @@ struct GpuFacts {
   bool has_gpu = false;  // allocatable nvidia.com/gpu or nvidia.com/mig-* > 0
   std::optional<DriverVersion> driver;
   std::optional<CudaVersion> max_cuda;
+  // max_cuda is a floor: the matrix's answer for a driver of a branch newer
+  // than any it knows (the driver supports at least that CUDA). Set only when
+  // the node reports no CUDA version of its own (GFD's runtime labels win).
+  bool max_cuda_floor = false;
   std::optional<ComputeCapability> cc;
   std::string product;  // label value as found ("Tesla-T4") or compat-db name
   std::string family;
@@ -86,9 +90,24 @@ struct GpuFacts {
   // A pod that claims devices is judged on each kind it can be given; the
   // facts above are those of the first kind where no label gives them.
   std::vector<DeviceKind> devices;
+  // Why the facts cannot all be true ("driver 590.48.01 is newer than R580,
+  // the last branch for Volta GPUs"), or "": such a node is not judged as if
+  // it were fine.
+  std::string inconsistency;
 
   friend bool operator==(const GpuFacts&, const GpuFacts&) = default;
 };
+
+// The node's maximum CUDA as reports print it: "13.5", "at least 13.5
+// (inferred)" for a floor, "unknown".
+[[nodiscard]] std::string max_cuda_text(const GpuFacts& facts);
+
+// What a node's facts name that the matrix does not know: a driver branch
+// newer than every known one, a product name found in no entry, a compute
+// capability newer than every known one. Each as (kind, value), kind one of
+// "driver_branch", "product", "compute_capability".
+[[nodiscard]] std::vector<std::pair<std::string, std::string>> matrix_gaps(const GpuFacts& facts,
+                                                                           const CompatDb& db);
 
 [[nodiscard]] GpuFacts derive_gpu_facts(const Node& node, const CompatDb& db);
 

@@ -195,10 +195,34 @@ std::uint64_t u(int part) {
 Tristate evaluate_term(const RequireTerm& term, const DeviceFacts& device) {
   const auto verdict = [](bool b) { return b ? Tristate::yes : Tristate::no; };
   switch (term.key) {
-    case RequireKey::cuda:
+    case RequireKey::cuda: {
       if (!device.max_cuda) return Tristate::unknown;
-      return verdict(compare({u(device.max_cuda->major()), u(device.max_cuda->minor())}, term.op,
-                             term.numbers));
+      const bool holds = compare({u(device.max_cuda->major()), u(device.max_cuda->minor())},
+                                 term.op, term.numbers);
+      if (!device.max_cuda_floor) return verdict(holds);
+      // The driver's CUDA is the floor or newer: ">=" and ">" that hold at
+      // the floor hold above it, "<" and "<=" that fail there fail above it,
+      // and "=" fails above a floor already past the value.
+      switch (term.op) {
+        case RequireOp::ge:
+        case RequireOp::gt:
+          return holds ? Tristate::yes : Tristate::unknown;
+        case RequireOp::lt:
+        case RequireOp::le:
+          return holds ? Tristate::unknown : Tristate::no;
+        case RequireOp::eq:
+          return compare({u(device.max_cuda->major()), u(device.max_cuda->minor())}, RequireOp::gt,
+                         term.numbers)
+                     ? Tristate::no
+                     : Tristate::unknown;
+        case RequireOp::ne:
+          return compare({u(device.max_cuda->major()), u(device.max_cuda->minor())}, RequireOp::gt,
+                         term.numbers)
+                     ? Tristate::yes
+                     : Tristate::unknown;
+      }
+      return Tristate::unknown;
+    }
     case RequireKey::driver:
       if (!device.driver) return Tristate::unknown;
       return verdict(

@@ -95,6 +95,9 @@ struct DeviceFacts {
   std::optional<CudaVersion> max_cuda;  // the driver's CUDA version (nvidia-smi)
   std::optional<ComputeCapability> cc;
   std::optional<std::string> brand;  // NVML brand, lower-case: "tesla", "nvidia", "geforce"
+  // max_cuda is only a floor (GpuFacts::max_cuda_floor): a cuda term is
+  // decided only where every CUDA at or above it decides it the same way.
+  bool max_cuda_floor = false;
 };
 
 enum class Tristate : unsigned char { yes, no, unknown };

@@ -20,6 +20,10 @@ constexpr std::string_view kFixCudaUnknown =
     "annotate the pod with cudagate.io/cuda-version (the CUDA release the image was built with)";
 constexpr std::string_view kFixArchsUnknown =
     "annotate the pod with cudagate.io/arch-list (the architectures the image was compiled for)";
+constexpr std::string_view kFixMatrix = kFixUpdateMatrix;
+constexpr std::string_view kFixInconsistent =
+    "correct the node's labels (GPU Feature Discovery, cudagate.io/*): a driver newer than its "
+    "GPU's last branch does not run on it";
 constexpr std::string_view kFixArchListAndCuda =
     "correct the image's arch list or CUDA version, or annotate the pod with "
     "cudagate.io/arch-list and cudagate.io/cuda-version (what the image was built with)";
@@ -32,6 +36,11 @@ class Check {
       : container_(container), md_(md), node_(node), policy_(policy), db_(db) {}
 
   RuleResult run() {
+    if (!node_.inconsistency.empty()) {
+      // Facts that cannot all be true judge nothing.
+      unknown(kRuleCudaDriver, node_.inconsistency, kFixInconsistent);
+      return std::move(result_);
+    }
     cuda_driver();
     gpu_arch();
     gpu_feature();
@@ -49,6 +58,20 @@ class Check {
     if (result_.outcome == Outcome::compatible) result_.outcome = Outcome::unknown;
     result_.findings.push_back(Finding{std::string(rule), std::string(container_),
                                        std::move(message), std::string(fix), true});
+  }
+
+  // The node's compute capability is unknown: when its product label names
+  // a GPU the matrix has no entry for, that is a gap in the matrix.
+  void cc_unknown(std::string_view rule, const std::string& prefix) {
+    if (!node_.product.empty() && db_.product_by_gfd(node_.product) == nullptr &&
+        db_.product_by_name(node_.product) == nullptr) {
+      unknown(rule,
+              prefix + "the node's GPU " + node_.product + " is a product " + db_.describe() +
+                  " does not know, and no label gives its compute capability",
+              std::string(kFixMatrix) + ", or " + std::string(kFixCcUnknown));
+      return;
+    }
+    unknown(rule, prefix + "the node's compute capability is unknown", kFixCcUnknown);
   }
 
   // "(Tesla-T4)" or "" when the product is unknown.
@@ -74,17 +97,37 @@ class Check {
     return out;
   }
 
+  // "needs CUDA 13.6; driver 640.10 is of branch 640, which <matrix> does
+  // not know: it supports at least CUDA 13.5 (inferred)".
+  std::string beyond_known_branch(CudaVersion needed) const {
+    return "needs CUDA " + needed.str() + "; driver " + node_.driver->str() + " is of branch " +
+           std::to_string(node_.driver->branch()) + ", which " + db_.describe() +
+           " does not know: it supports at least CUDA " + node_.max_cuda->str() + " (inferred)";
+  }
+
   std::string upgrade_fix(CudaVersion needed) const {
     const auto driver = db_.min_driver_for(needed);
     std::string fix;
     fix.reserve(112);
-    if (driver) {
+    if (driver && driver->part_count() == 2 && driver->part(1) == 0) {
+      // The release notes name only a branch (CUDA 13.4 and later).
+      fix += "upgrade the driver to branch R";
+      fix += std::to_string(driver->branch());
+      fix += " or newer";
+    } else if (driver) {
       fix += "upgrade the driver to ";
       fix += driver->str();
       fix += " or newer";
     } else {
       fix += "upgrade the driver to one that supports CUDA ";
       fix += needed.str();
+      if (beyond_known_cuda(needed)) {
+        fix += " (";
+        fix += db_.describe();
+        fix += " does not know CUDA ";
+        fix += needed.str();
+        fix += ")";
+      }
     }
     if (node_.max_cuda) {
       fix += ", or use an image built for CUDA ";
@@ -126,6 +169,12 @@ class Check {
     }
     const CudaVersion cuda = *md_.cuda.value;
     if (cuda <= *node_.max_cuda) return;
+    if (node_.max_cuda_floor) {
+      // The driver's branch is newer than the matrix knows: it supports at
+      // least max_cuda, and how much more is a gap in our knowledge.
+      unknown(kRuleCudaDriver, beyond_known_branch(cuda), kFixMatrix);
+      return;
+    }
     // Without the toolkit's check what remains is the CUDA runtime's own,
     // which applies minor version compatibility whatever the policy says;
     // otherwise the policy decides whether to count on it.
@@ -182,7 +231,8 @@ class Check {
   // the rule (forward compatibility, or a finding about it), false when the
   // image declares none for this node.
   bool forward_compatibility_declared() {
-    const DeviceFacts device{node_.driver, node_.max_cuda, node_.cc, node_.brand};
+    const DeviceFacts device{node_.driver, node_.max_cuda, node_.cc, node_.brand,
+                             node_.max_cuda_floor};
     const RequirementResult result = evaluate_requirements(*md_.require.value, device);
     if (result.satisfied == Tristate::yes) {
       forward_compatibility();
@@ -197,7 +247,8 @@ class Check {
 
   void requirement() {
     const RequirementSet& set = *md_.require.value;
-    const DeviceFacts device{node_.driver, node_.max_cuda, node_.cc, node_.brand};
+    const DeviceFacts device{node_.driver, node_.max_cuda, node_.cc, node_.brand,
+                             node_.max_cuda_floor};
     const RequirementResult result = evaluate_requirements(set, device);
     if (result.satisfied == Tristate::yes) {
       forward_compatibility();
@@ -297,11 +348,18 @@ class Check {
       }
     }
     const std::string what = "cannot check " + md_.require.name + ": ";
-    if ((uses[static_cast<int>(RequireKey::cuda)] && !node_.max_cuda) ||
-        (uses[static_cast<int>(RequireKey::driver)] && !node_.driver)) {
+    if (uses[static_cast<int>(RequireKey::cuda)] && node_.max_cuda_floor) {
+      unknown(kRuleCudaDriver,
+              what + "driver " + node_.driver->str() + " is of branch " +
+                  std::to_string(node_.driver->branch()) + ", which " + db_.describe() +
+                  " does not know: it supports at least CUDA " + node_.max_cuda->str() +
+                  " (inferred)",
+              kFixMatrix);
+    } else if ((uses[static_cast<int>(RequireKey::cuda)] && !node_.max_cuda) ||
+               (uses[static_cast<int>(RequireKey::driver)] && !node_.driver)) {
       unknown(kRuleCudaDriver, what + "the node's driver version is unknown", kFixDriverUnknown);
     } else if (uses[static_cast<int>(RequireKey::arch)] && !node_.cc) {
-      unknown(kRuleCudaDriver, what + "the node's compute capability is unknown", kFixCcUnknown);
+      cc_unknown(kRuleCudaDriver, what);
     } else {
       unknown(kRuleCudaDriver, what + "the brand of the node's GPU is unknown", kFixBrandUnknown);
     }
@@ -309,12 +367,22 @@ class Check {
 
   // --- gpu-arch ---
 
+  bool beyond_known_cuda(CudaVersion cuda) const {
+    const auto newest = db_.newest_cuda();
+    return newest && *newest < cuda;
+  }
+
+  void archs_unknown() {
+    unknown(kRuleGpuArch, md_.archs_unknown,
+            md_.archs_beyond_matrix ? kFixMatrix : kFixArchsUnknown);
+  }
+
   void gpu_arch() {
     if (md_.archs.value && !md_.archs.value->empty()) {
       const ArchSet& archs = *md_.archs.value;
       if (md_.cuda.value && !cannot_build(archs, *md_.cuda.value).empty()) return;
       if (!node_.cc) {
-        unknown(kRuleGpuArch, "the node's compute capability is unknown", kFixCcUnknown);
+        cc_unknown(kRuleGpuArch, "");
         return;
       }
       const ComputeCapability cc = *node_.cc;
@@ -338,14 +406,14 @@ class Check {
     }
     if (!md_.cuda.value) {
       // Nothing to judge the architectures by, unless the image says why.
-      if (!md_.archs_unknown.empty()) unknown(kRuleGpuArch, md_.archs_unknown, kFixArchsUnknown);
+      if (!md_.archs_unknown.empty()) archs_unknown();
       return;
     }
     const CudaVersion cuda = *md_.cuda.value;
     const CudaTargets* targets = db_.targets_for(cuda);
     if (targets == nullptr || targets->all.empty()) return;
     if (!node_.cc) {
-      unknown(kRuleGpuArch, "the node's compute capability is unknown", kFixCcUnknown);
+      cc_unknown(kRuleGpuArch, "");
       return;
     }
     const ComputeCapability cc = *node_.cc;
@@ -357,6 +425,14 @@ class Check {
                ": its oldest target is " + oldest->str(),
            older_cuda_fix(cc, cuda) + ", or run on a GPU of compute capability " + oldest->str() +
                " or newer");
+    } else if (cc > *newest && beyond_known_cuda(cuda)) {
+      unknown(kRuleGpuArch,
+              "built with CUDA " + cuda.str() + " (" + origin(md_.cuda) + "), a release " +
+                  db_.describe() +
+                  " does not know, so whether it can build machine code for "
+                  "compute capability " +
+                  cc.str() + product_suffix() + " is unknown",
+              kFixMatrix);
     } else if (cc > *newest) {
       unknown(kRuleGpuArch,
               "built with CUDA " + cuda.str() + " (" + origin(md_.cuda) +
@@ -365,7 +441,7 @@ class Check {
                   "); it runs there only if the image carries PTX",
               kFixArchsUnknown);
     } else if (!md_.archs_unknown.empty()) {
-      unknown(kRuleGpuArch, md_.archs_unknown, kFixArchsUnknown);
+      archs_unknown();
     }
   }
 
@@ -449,7 +525,7 @@ class Check {
   void gpu_feature() {
     if (!md_.min_cc.value) return;
     if (!node_.cc) {
-      unknown(kRuleGpuFeature, "the node's compute capability is unknown", kFixCcUnknown);
+      cc_unknown(kRuleGpuFeature, "");
       return;
     }
     const ComputeCapability need = *md_.min_cc.value;

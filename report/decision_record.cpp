@@ -33,6 +33,9 @@ json facts_json(const GpuFacts& facts) {
   json out = json::object();
   out["driver"] = facts.driver ? json(facts.driver->str()) : json(nullptr);
   out["maxCuda"] = optional_text(facts.max_cuda);
+  // A floor inferred for a driver branch newer than the matrix knows.
+  if (facts.max_cuda_floor) out["maxCudaInferred"] = true;
+  if (!facts.inconsistency.empty()) out["inconsistency"] = facts.inconsistency;
   out["computeCapability"] = optional_text(facts.cc);
   out["product"] = text_or_null(facts.product);
   out["family"] = text_or_null(facts.family);

@@ -5,7 +5,7 @@ namespace cudagate {
 
 std::string facts_text(const GpuFacts& facts) {
   std::string out = "driver " + (facts.driver ? facts.driver->str() : std::string("unknown"));
-  out += ", max CUDA " + (facts.max_cuda ? facts.max_cuda->str() : std::string("unknown"));
+  out += ", max CUDA " + max_cuda_text(facts);
   out += ", compute capability " + (facts.cc ? facts.cc->str() : std::string("unknown"));
   out += ", " + (facts.product.empty() ? std::string("unknown product") : facts.product);
   return out;

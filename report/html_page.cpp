@@ -110,7 +110,7 @@ std::string html_group_header(const GpuFacts& f, std::size_t nodes, std::string_
   if (!caption.empty()) out += "<i>" + esc(caption) + "</i>";
   out += "<b>" + esc(or_unknown(f.product)) + "</b>";
   out += "<span>driver " + esc(f.driver ? f.driver->str() : "unknown") + "</span>";
-  out += "<span>CUDA " + esc(f.max_cuda ? f.max_cuda->str() : "unknown") + "</span>";
+  out += "<span>CUDA " + esc(max_cuda_text(f)) + "</span>";
   out += "<span>cc " + esc(f.cc ? f.cc->str() : "unknown") + "</span>";
   out += "<span>" + std::to_string(nodes) + (nodes == 1 ? " node" : " nodes") + "</span>";
   out += "</th>";

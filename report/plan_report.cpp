@@ -70,7 +70,7 @@ std::string reason_of(const PlannedWorkload& w) {
 std::string short_facts(const GpuFacts& f) {
   std::string out = f.product.empty() ? std::string("unknown GPU") : f.product;
   out += " driver " + (f.driver ? f.driver->str() : std::string("unknown"));
-  out += " (CUDA " + (f.max_cuda ? f.max_cuda->str() : std::string("unknown")) + ")";
+  out += " (CUDA " + max_cuda_text(f) + ")";
   return out;
 }
 
@@ -138,8 +138,7 @@ std::string move_text(const NodeMove& m) {
   const bool same_gpu = m.before->product == m.after->product && m.before->cc == m.after->cc;
   out += same_gpu
              ? "driver " + (m.after->driver ? m.after->driver->str() : std::string("unknown")) +
-                   " (CUDA " +
-                   (m.after->max_cuda ? m.after->max_cuda->str() : std::string("unknown")) + ")"
+                   " (CUDA " + max_cuda_text(*m.after) + ")"
              : short_facts(*m.after);
   return out + ", " + n;
 }

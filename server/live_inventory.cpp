@@ -126,6 +126,16 @@ std::vector<ResourceSlice> slices_of_page(const std::vector<nlohmann::json>& ite
   return out;
 }
 
+Inventory rederived(const Inventory& old, const CompatDb& db) {
+  InventoryBuilder builder(db);
+  Node node;
+  for (std::size_t i = 0; i < old.size(); ++i) {
+    old.node_into(i, node);
+    builder.add(node);
+  }
+  return builder.finish();
+}
+
 LiveInventory::LiveInventory(boost::asio::any_io_executor executor,
                              std::shared_ptr<const CompatDb> db, std::chrono::milliseconds coalesce,
                              Publish publish)
@@ -135,6 +145,20 @@ LiveInventory::LiveInventory(boost::asio::any_io_executor executor,
       publish_(std::move(publish)),
       timer_(executor_) {}
 
+void LiveInventory::set_db(std::shared_ptr<const CompatDb> db) {
+  boost::asio::post(executor_, [this, db = std::move(db)]() mutable {
+    db_ = std::move(db);
+    // A list being received ends with its inventory derived again.
+    if (listing_) return;
+    current_ = std::make_shared<const Inventory>(rederived(*current_, *db_));
+    {
+      const std::lock_guard lock(mutex_);
+      if (stopped_) return;
+    }
+    publish_(Update{current_, false, 0, false, db_});
+  });
+}
+
 void LiveInventory::add_page(std::vector<Node> nodes, bool first, bool last) {
   {
     const std::lock_guard lock(mutex_);
@@ -143,7 +167,10 @@ void LiveInventory::add_page(std::vector<Node> nodes, bool first, bool last) {
     if (first) pending_changes_.clear();
   }
   boost::asio::post(executor_, [this, nodes = std::move(nodes), first, last]() mutable {
-    if (first || !listing_) listing_ = std::make_unique<InventoryBuilder>(*db_);
+    if (first || !listing_) {
+      listing_db_ = db_;
+      listing_ = std::make_unique<InventoryBuilder>(*listing_db_);
+    }
     for (Node& node : nodes) {
       attach_node_devices(node);
       listing_->add(node);
@@ -151,6 +178,9 @@ void LiveInventory::add_page(std::vector<Node> nodes, bool first, bool last) {
     if (!last) return;
     current_ = std::make_shared<const Inventory>(listing_->finish());
     listing_.reset();
+    if (listing_db_ != db_)
+      current_ = std::make_shared<const Inventory>(rederived(*current_, *db_));
+    listing_db_.reset();
     // Slices that arrived while the list was read: the nodes of its earlier
     // pages were added without them, and the slices' patch skipped nodes
     // the inventory did not hold yet.
@@ -166,7 +196,7 @@ void LiveInventory::add_page(std::vector<Node> nodes, bool first, bool last) {
       const std::lock_guard lock(mutex_);
       if (stopped_) return;
     }
-    publish_(Update{current_, true, 0});
+    publish_(Update{current_, true, 0, false, db_});
   });
 }
 
@@ -309,7 +339,7 @@ void LiveInventory::rebuild() {
   }
   changes = relevant_changes(std::move(changes), *current_);
   if (changes.empty() && slice_list) {
-    publish_(Update{current_, false, received, true});
+    publish_(Update{current_, false, received, true, db_});
     return;
   }
   if (changes.empty()) return;
@@ -320,7 +350,7 @@ void LiveInventory::rebuild() {
     last_build_ = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::steady_clock::now() - start);
   }
-  publish_(Update{current_, false, received, slice_list.has_value()});
+  publish_(Update{current_, false, received, slice_list.has_value(), db_});
 }
 
 }  // namespace cudagate

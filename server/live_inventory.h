@@ -86,6 +86,9 @@ struct SliceChange {
 // out, each logged with its name and field.
 [[nodiscard]] std::vector<ResourceSlice> slices_of_page(const std::vector<nlohmann::json>& items);
 
+// `old`'s nodes with their facts derived anew with `db` (another matrix).
+[[nodiscard]] Inventory rederived(const Inventory& old, const CompatDb& db);
+
 class LiveInventory {
  public:
   // What one publish carries: the inventory, whether it came from a whole
@@ -97,6 +100,8 @@ class LiveInventory {
     bool from_list = false;
     std::size_t events = 0;
     bool slices_from_list = false;  // a whole ResourceSlice list went into it
+    // The matrix the inventory's facts were derived with (set_db).
+    std::shared_ptr<const CompatDb> db = nullptr;
   };
   using Publish = std::function<void(const Update&)>;
 
@@ -119,6 +124,11 @@ class LiveInventory {
   void add_slice_page(std::vector<ResourceSlice> slices, bool first, bool last);
   // ResourceSlice watch events, in order.
   void apply_slices(std::vector<SliceChange> changes);
+
+  // Another compatibility matrix: every node's facts are derived again with
+  // it, and the next inventory published (at once, or when a list being
+  // received ends) carries it.
+  void set_db(std::shared_ptr<const CompatDb> db);
 
   // Stops the timer; nothing is published after the executor ran it.
   void stop();
@@ -152,7 +162,8 @@ class LiveInventory {
 
   // On the executor only: the last inventory published.
   std::shared_ptr<const Inventory> current_ = std::make_shared<const Inventory>();
-  std::unique_ptr<InventoryBuilder> listing_;  // the list being received
+  std::unique_ptr<InventoryBuilder> listing_;   // the list being received
+  std::shared_ptr<const CompatDb> listing_db_;  // the matrix listing_ derives facts with
   // The ResourceSlices of NVIDIA's driver, by node and by name.
   std::map<std::string, std::map<std::string, ResourceSlice>, std::less<>> slices_by_node_;
   std::map<std::string, std::string, std::less<>> node_of_slice_;

@@ -327,8 +327,26 @@ WebhookMetrics::WebhookMetrics(std::string_view version, std::string_view compat
           registry_.gauge("cudagate_open_connections", "Client connections currently open.")),
       rejected_connections_(registry_.counter(
           "cudagate_rejected_connections_total",
-          "Connections closed at once because --max-connections were already open.")) {
+          "Connections closed at once because --max-connections were already open.")),
+      compat_db_info_(registry_.gauge("cudagate_compat_db_info",
+                                      "The compatibility matrix in use: its revision and the "
+                                      "date its data was checked (1; 0 for one reloaded away).",
+                                      {"revision", "as_of"})),
+      gap_nodes_(registry_.gauge("cudagate_compat_db_unknown_nodes",
+                                 "Inventory nodes whose facts name what the compatibility "
+                                 "matrix does not know, by kind (driver_branch, product, "
+                                 "compute_capability) and value.",
+                                 {"kind", "value"})),
+      gap_admissions_(registry_.counter("cudagate_compat_db_gap_admissions_total",
+                                        "Admissions judged unknown because the compatibility "
+                                        "matrix does not know a driver branch, product, CUDA "
+                                        "release or compute capability, by rule.",
+                                        {"rule"})),
+      version_(version),
+      matrix_(std::string(compat_db_revision), std::string()) {
   build_info_.set({version, compat_db_revision}, 1);
+  gap_admissions_.touch({"cuda-driver"});
+  gap_admissions_.touch({"gpu-arch"});
   duration_.touch({"validate"});
   duration_.touch({"mutate"});
   for (const char* state : {"total", "gpu", "unknown"}) nodes_.touch({state});
@@ -431,6 +449,40 @@ void WebhookMetrics::connection_closed() {
 }
 void WebhookMetrics::connection_rejected() {
   rejected_connections_.add({});
+}
+
+void WebhookMetrics::compat_db(std::string_view revision, std::string_view as_of) {
+  const std::lock_guard lock(matrix_mutex_);
+  const std::pair<std::string, std::string> now(revision, as_of);
+  if (now == matrix_) {
+    compat_db_info_.set({revision, as_of}, 1);
+    return;
+  }
+  if (matrix_.first != now.first) {
+    build_info_.set({version_, matrix_.first}, 0);
+    build_info_.set({version_, revision}, 1);
+  }
+  if (!matrix_.second.empty() || matrix_.first != now.first) {
+    compat_db_info_.set({matrix_.first, matrix_.second}, 0);
+  }
+  compat_db_info_.set({revision, as_of}, 1);
+  matrix_ = now;
+}
+
+void WebhookMetrics::matrix_gaps(
+    const std::map<std::pair<std::string, std::string>, std::size_t>& nodes) {
+  const std::lock_guard lock(matrix_mutex_);
+  for (const auto& [key, count] : gaps_) {
+    if (nodes.find(key) == nodes.end()) gap_nodes_.set({key.first, key.second}, 0);
+  }
+  for (const auto& [key, count] : nodes) {
+    gap_nodes_.set({key.first, key.second}, static_cast<double>(count));
+  }
+  gaps_ = nodes;
+}
+
+void WebhookMetrics::matrix_gap_admission(std::string_view rule) {
+  gap_admissions_.add({rule});
 }
 
 }  // namespace cudagate

@@ -22,6 +22,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "registry/registry_client.h"
@@ -129,7 +130,8 @@ class WebhookMetrics : public RegistryObserver {
   void registry_cache_size(std::size_t images, std::size_t configs) override;
   void inventory(std::size_t total, std::size_t gpu, std::size_t unknown, double synced_at);
   void certificate_expiry(double not_after);
-  // A file re-read after a change: file is "config", "nodes" or "certificate";
+  // A file re-read after a change: file is "config", "nodes", "certificate" or
+  // "compat-db";
   // result is "success" or "error".
   void reload(std::string_view file, std::string_view result);
   // The API-server node watch (--in-cluster, --kubeconfig): a list begun
@@ -150,6 +152,15 @@ class WebhookMetrics : public RegistryObserver {
   void connection_opened();
   void connection_closed();
   void connection_rejected();
+  // The matrix in use (cudagate_compat_db_info, and build_info's revision);
+  // after a reload the previous matrix's series drop to 0.
+  void compat_db(std::string_view revision, std::string_view as_of);
+  // Inventory nodes whose facts name what the matrix does not know, by kind
+  // ("driver_branch", "product", "compute_capability") and value; a value
+  // no longer seen drops to 0.
+  void matrix_gaps(const std::map<std::pair<std::string, std::string>, std::size_t>& nodes);
+  // An admission that met a gap in the matrix, by the rule that met it.
+  void matrix_gap_admission(std::string_view rule);
 
   [[nodiscard]] std::string render() const { return registry_.render(); }
 
@@ -176,6 +187,14 @@ class WebhookMetrics : public RegistryObserver {
   MetricFamily& audit_report_writes_;
   MetricFamily& open_connections_;
   MetricFamily& rejected_connections_;
+  MetricFamily& compat_db_info_;
+  MetricFamily& gap_nodes_;
+  MetricFamily& gap_admissions_;
+
+  std::mutex matrix_mutex_;  // guards what follows
+  std::string version_;
+  std::pair<std::string, std::string> matrix_;  // revision, date in use
+  std::map<std::pair<std::string, std::string>, std::size_t> gaps_;
 };
 
 }  // namespace cudagate

@@ -120,6 +120,17 @@ void count_lookups(const Decision& decision, WebhookMetrics& metrics) {
       metrics.metadata_lookup(container.require.source, "found");
     }
   }
+  // Once per admission and rule that met a gap in the matrix.
+  bool driver_gap = false;
+  bool arch_gap = false;
+  for (const auto& group : decision.groups) {
+    for (const Finding& finding : group.findings) {
+      if (!finding.matrix_gap()) continue;
+      (finding.rule == kRuleCudaDriver ? driver_gap : arch_gap) = true;
+    }
+  }
+  if (driver_gap) metrics.matrix_gap_admission(kRuleCudaDriver);
+  if (arch_gap) metrics.matrix_gap_admission(kRuleGpuArch);
 }
 
 std::string error_message_of(const std::string& body) {

@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <ctime>
+#include <filesystem>
 #include <memory>
 #include <random>
 #include <string>
@@ -36,6 +37,7 @@
 #include "server/live_claims.h"
 #include "server/live_inventory.h"
 #include "server/logging.h"
+#include "server/matrix_gaps.h"
 #include "server/metrics.h"
 #include "server/node_loader.h"
 #include "server/routes.h"
@@ -69,6 +71,44 @@ std::string utc_text(std::int64_t unix_seconds) {
   return buffer;
 }
 
+// The matrix to serve with: the override file while it exists, else the
+// --compat-db file, else the embedded one; `source` names it for the logs.
+Expected<CompatDb> load_serving_matrix(const ServeSettings& settings, std::string& source) {
+  std::error_code error;
+  if (!settings.compat_db_override.empty() &&
+      std::filesystem::exists(settings.compat_db_override, error)) {
+    source = display_name(settings.compat_db_override);
+    return load_compat_db_file(settings.compat_db_override);
+  }
+  source = settings.compat_db_path.empty() ? std::string("embedded")
+                                           : display_name(settings.compat_db_path);
+  return load_compat_db_file(settings.compat_db_path);
+}
+
+// A new matrix with the policy and, for a --nodes file, the inventory read
+// again against it: all three are used together or not at all.
+struct MatrixFacts {
+  std::shared_ptr<const CompatDb> db;
+  std::shared_ptr<const Policy> policy;        // null without --config
+  std::shared_ptr<const Inventory> inventory;  // null for a watched cluster
+};
+
+Expected<MatrixFacts> reread_against(std::shared_ptr<const CompatDb> db,
+                                     const ServeSettings& settings) {
+  MatrixFacts facts{std::move(db), nullptr, nullptr};
+  if (!settings.config_path.empty()) {
+    auto policy = load_policy_file(settings.config_path, *facts.db);
+    if (!policy) return policy.error().within("the policy against the new matrix");
+    facts.policy = std::make_shared<const Policy>(std::move(policy).value());
+  }
+  if (!settings.cluster) {
+    auto inventory = load_inventory(settings.nodes_path, *facts.db);
+    if (!inventory) return inventory.error().within("the inventory against the new matrix");
+    facts.inventory = std::make_shared<const Inventory>(std::move(inventory).value());
+  }
+  return facts;
+}
+
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -89,9 +129,11 @@ class SyncGate {
   std::atomic<unsigned> done_{0};
 };
 
-void publish_inventory(const Inventory& inventory, WebhookMetrics& metrics) {
+void publish_inventory(const Inventory& inventory, const CompatDb& db, MatrixGaps& gaps,
+                       WebhookMetrics& metrics) {
   metrics.inventory(inventory.size(), inventory.gpu_nodes(), inventory.unknown_gpu_nodes(),
                     unix_now());
+  gaps.publish(inventory, db, metrics);
 }
 
 }  // namespace
@@ -143,7 +185,8 @@ std::optional<Error> serve(const ServeSettings& settings) {
                  "or --in-cluster / --kubeconfig"};
   }
 
-  auto loaded_db = load_compat_db_file(settings.compat_db_path);
+  std::string db_source;
+  auto loaded_db = load_serving_matrix(settings, db_source);
   if (!loaded_db) return loaded_db.error();
   auto db = std::make_shared<const CompatDb>(std::move(loaded_db).value());
   auto loaded_policy = load_policy_file(settings.config_path, *db);
@@ -161,7 +204,10 @@ std::optional<Error> serve(const ServeSettings& settings) {
   TlsIdentity identity = std::move(loaded_identity).value();
 
   WebhookMetrics metrics(CUDAGATE_VERSION, db->revision);
-  if (!live) publish_inventory(*inventory, metrics);
+  metrics.compat_db(db->revision, db->as_of);
+  spdlog::info("{}", matrix_summary(*db, db_source));
+  MatrixGaps gaps;
+  if (!live) publish_inventory(*inventory, *db, gaps, metrics);
   metrics.certificate_expiry(static_cast<double>(identity.not_after));
   spdlog::info("TLS certificate {} (serial {}) loaded from {}, valid until {}", identity.subject,
                identity.serial, tls_files.cert, utc_text(identity.not_after));
@@ -220,7 +266,7 @@ std::optional<Error> serve(const ServeSettings& settings) {
         return;
       }
       auto fresh = std::make_shared<const Inventory>(std::move(reloaded).value());
-      publish_inventory(*fresh, metrics);
+      publish_inventory(*fresh, *db, gaps, metrics);
       spdlog::info("inventory reloaded from {}: {} nodes, {} with GPUs, {} with an unknown driver",
                    display_name(settings.nodes_path), fresh->size(), fresh->gpu_nodes(),
                    fresh->unknown_gpu_nodes());
@@ -244,7 +290,7 @@ std::optional<Error> serve(const ServeSettings& settings) {
   if (live) {
     live_inventory.emplace(
         reload_ioc.get_executor(), db, kCoalesceEvents, [&](const LiveInventory::Update& update) {
-          publish_inventory(*update.inventory, metrics);
+          publish_inventory(*update.inventory, *update.db, gaps, metrics);
           if (update.from_list) {
             spdlog::info(
                 "inventory listed from the API server: {} nodes, {} with GPUs, {} with "
@@ -255,7 +301,7 @@ std::optional<Error> serve(const ServeSettings& settings) {
             spdlog::debug("inventory updated by {} watch events: {} nodes", update.events,
                           update.inventory->size());
           }
-          state.set_inventory(update.inventory);
+          state.set_inventory(update.inventory, update.db);
           if (update.from_list) sync.done(SyncGate::nodes);
           if (update.slices_from_list) sync.done(SyncGate::slices);
           if (background_audit) background_audit->inventory_changed();
@@ -327,6 +373,43 @@ std::optional<Error> serve(const ServeSettings& settings) {
                           kube::ApiCallId::inventory_watch_resourceclaims, kube::kDraVersions,
                           claim_handlers(LiveClaims::Source::claims, SyncGate::claims),
                           watch_options);
+  }
+
+  // A newer matrix without a new binary: the --compat-db file (a mounted
+  // ConfigMap) re-read on change. The policy is read again against it, and
+  // every node's facts are derived again, before the new matrix is used.
+  std::vector<std::string> matrix_paths;
+  for (const std::string* path : {&settings.compat_db_path, &settings.compat_db_override}) {
+    if (!path->empty()) matrix_paths.push_back(*path);
+  }
+  if (!matrix_paths.empty()) {
+    watch.watch(std::move(matrix_paths), [&] {
+      std::string source;
+      auto loaded = load_serving_matrix(settings, source);
+      auto fresh =
+          loaded ? reread_against(std::make_shared<const CompatDb>(std::move(*loaded)), settings)
+                 : Expected<MatrixFacts>(loaded.error());
+      if (!fresh) {
+        metrics.reload("compat-db", "error");
+        spdlog::error("compat-db not reloaded, keeping the previous one: {}", fresh.error().str());
+        return;
+      }
+      auto [fresh_db, fresh_policy, fresh_inventory] = std::move(fresh).value();
+      db = fresh_db;
+      db_source = std::move(source);
+      if (fresh_policy) state.set_policy(std::move(fresh_policy));
+      if (fresh_inventory) {
+        publish_inventory(*fresh_inventory, *db, gaps, metrics);
+        state.set_inventory(std::move(fresh_inventory), db);
+      } else {
+        // The live inventory derives its nodes' facts again and publishes
+        // them with the new matrix.
+        live_inventory->set_db(db);
+      }
+      metrics.compat_db(db->revision, db->as_of);
+      metrics.reload("compat-db", "success");
+      spdlog::info("compat-db reloaded: {}", matrix_summary(*db, db_source));
+    });
   }
 
   std::vector<std::string> tls_paths{tls_files.cert, tls_files.key};

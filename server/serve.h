@@ -31,6 +31,10 @@ struct ServeSettings {
   // needs `cluster`.
   std::optional<BackgroundAuditSettings> audit;
   std::string compat_db_path;  // empty: the embedded matrix
+  // A matrix file that replaces the one above while it exists (a mounted
+  // ConfigMap that may be absent): created, changed or removed, the server
+  // switches matrices without a restart.
+  std::string compat_db_override;
   TlsFiles tls;
   boost::asio::ip::tcp::endpoint endpoint;
   unsigned threads = 1;  // I/O threads, at least one

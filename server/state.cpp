@@ -49,16 +49,18 @@ void ServerState::set_claims(std::shared_ptr<const ClaimCatalog> claims) {
   }
 }
 
-void ServerState::set_inventory(std::shared_ptr<const Inventory> inventory) {
+void ServerState::set_inventory(std::shared_ptr<const Inventory> inventory,
+                                std::shared_ptr<const CompatDb> db) {
   // The old snapshot may hold the last reference to a large inventory: release
   // it after the lock, so that freeing it never delays a reader.
   std::shared_ptr<const Snapshot> old;
   std::string platform = fleet_platform(*inventory);
   {
     const std::lock_guard lock(mutex_);
-    old = std::exchange(current_, std::make_shared<const Snapshot>(
-                                      Snapshot{current_->db, current_->policy, std::move(inventory),
-                                               std::move(platform), current_->claims}));
+    old =
+        std::exchange(current_, std::make_shared<const Snapshot>(Snapshot{
+                                    db ? std::move(db) : current_->db, current_->policy,
+                                    std::move(inventory), std::move(platform), current_->claims}));
   }
 }
 

@@ -46,7 +46,10 @@ class ServerState {
   [[nodiscard]] std::shared_ptr<const Snapshot> snapshot() const;
 
   void set_policy(std::shared_ptr<const Policy> policy);
-  void set_inventory(std::shared_ptr<const Inventory> inventory);
+  // `db`, when given, is the matrix the inventory's facts were derived with
+  // (a reloaded --compat-db): both are published in one swap.
+  void set_inventory(std::shared_ptr<const Inventory> inventory,
+                     std::shared_ptr<const CompatDb> db = nullptr);
   void set_claims(std::shared_ptr<const ClaimCatalog> claims);
 
   void set_certificate_loaded() { certificate_loaded_.store(true); }

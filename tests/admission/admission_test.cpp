@@ -248,13 +248,13 @@ TEST(Admission, ExistingAffinityIsKeptAndAnded) {
   json again = sent;
   again["request"]["object"] = apply_patch(sent["request"]["object"], c.response);
   const json& affinity = again["request"]["object"]["spec"]["affinity"];
-  // Each of the 3 existing terms ANDed with each of the 2 pin terms written
-  // on the rules (the driver's CUDA 12.1 to 12.9, or 13 and later; compute
-  // capability 8.x).
+  // Each of the 3 existing terms ANDed with each of the 4 pin terms written
+  // on the rules (the driver's CUDA 12.1 to 12.9, or 13 and later, each on
+  // GFD's newer and older labels; compute capability 8.x).
   EXPECT_EQ(affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
                     ["nodeSelectorTerms"]
                         .size(),
-            6U);
+            12U);
   EXPECT_EQ(affinity["podAntiAffinity"],
             sent["request"]["object"]["spec"]["affinity"]["podAntiAffinity"]);
   EXPECT_EQ(affinity["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"],

@@ -128,13 +128,17 @@ TEST(RulePinTerms, CudaVersionAsRuntimeLabelRanges) {
   const json pod = pod_with({{"CUDA_VERSION", "12.4.1"}, {"TORCH_CUDA_ARCH_LIST", "7.5;8.0;9.0"}});
   const Decision d = decide(workload_of(pod), inventory);
   ASSERT_EQ(d.verdict, Verdict::partial);
-  auto pin = rule_pin_terms(d, Policy{}, db(), true);
+  auto pin = rule_pin_terms(d, Policy{}, db());
   ASSERT_TRUE(pin) << pin.error().str();
-  // The driver's CUDA 12.4 to 12.9, or 13 and later...
+  // The driver's CUDA 12.4 to 12.9, or 13 and later, on GFD's newer labels
+  // and on its older ones...
   const json cuda = json::parse(R"([
     [{"key": "nvidia.com/cuda.runtime-version.major", "operator": "In", "values": ["12"]},
      {"key": "nvidia.com/cuda.runtime-version.minor", "operator": "Gt", "values": ["3"]}],
-    [{"key": "nvidia.com/cuda.runtime-version.major", "operator": "Gt", "values": ["12"]}]])");
+    [{"key": "nvidia.com/cuda.runtime-version.major", "operator": "Gt", "values": ["12"]}],
+    [{"key": "nvidia.com/cuda.runtime.major", "operator": "In", "values": ["12"]},
+     {"key": "nvidia.com/cuda.runtime.minor", "operator": "Gt", "values": ["3"]}],
+    [{"key": "nvidia.com/cuda.runtime.major", "operator": "Gt", "values": ["12"]}]])");
   // ...and a compute capability SASS 7.5, 8.0 or 9.0 runs on: the later
   // minors of each major, but not Tegra's 8.7, which runs only its own SASS.
   const json cc = json::parse(R"([
@@ -162,14 +166,14 @@ TEST(RulePinTerms, WhatCannotBeARange) {
     policy.minor_version_compatibility = true;
     const json pod = pod_with({{"CUDA_VERSION", "12.4.1"}});
     const Decision d = decide(workload_of(pod), inventory, policy);
-    auto pin = rule_pin_terms(d, policy, db(), true);
+    auto pin = rule_pin_terms(d, policy, db());
     ASSERT_FALSE(pin);
     EXPECT_NE(pin.error().message.find("minorVersionCompatibility"), std::string::npos);
   }
   {
     const json pod = pod_with({{"NVIDIA_REQUIRE_CUDA", "cuda>=12.4 brand=tesla,driver>=535"}});
     const Decision d = decide(workload_of(pod), inventory);
-    auto pin = rule_pin_terms(d, Policy{}, db(), true);
+    auto pin = rule_pin_terms(d, Policy{}, db());
     ASSERT_FALSE(pin);
     EXPECT_NE(pin.error().message.find("judges the driver version or brand"), std::string::npos)
         << pin.error().message;
@@ -190,7 +194,8 @@ TEST(RulePin, PinnedPodJudgedAgainAfterARollout) {
   ASSERT_TRUE(pin) << pin.error().str();
   EXPECT_EQ(pin->scheme,
             "rules on labels nvidia.com/cuda.runtime-version.major, "
-            "nvidia.com/cuda.runtime-version.minor, nvidia.com/gpu.compute.major, "
+            "nvidia.com/cuda.runtime-version.minor (or nvidia.com/cuda.runtime.major, "
+            "nvidia.com/cuda.runtime.minor), nvidia.com/gpu.compute.major, "
             "nvidia.com/gpu.compute.minor");
   const json patched = apply_pin(pod, *pin);
   EXPECT_EQ(patched["metadata"]["annotations"]["cudagate.io/pinned"], "partial");
@@ -215,6 +220,58 @@ TEST(RulePin, PinnedPodJudgedAgainAfterARollout) {
   const Decision now = decide(w, after);
   EXPECT_EQ(names(compatible_candidates(w, now, after), after), runnable);
   EXPECT_EQ(decide(pw, after).verdict, Verdict::pass);
+}
+
+// `node` with only one of GPU Feature Discovery's CUDA label schemes: the
+// newer nvidia.com/cuda.runtime-version.* or the older nvidia.com/cuda.runtime.*.
+json with_only_scheme(json node, bool newer) {
+  json& labels = node["metadata"]["labels"];
+  for (const char* key :
+       {"nvidia.com/cuda.runtime-version.full", "nvidia.com/cuda.runtime-version.major",
+        "nvidia.com/cuda.runtime-version.minor"}) {
+    if (!newer) labels.erase(key);
+  }
+  for (const char* key : {"nvidia.com/cuda.runtime.major", "nvidia.com/cuda.runtime.minor"}) {
+    if (newer) labels.erase(key);
+  }
+  return node;
+}
+
+// A pin written when every compatible node carried the newer labels still
+// selects a node that becomes compatible with only the older ones (an older
+// GPU Feature Discovery on a pool that was upgraded), and the other way
+// round; an incompatible node of either scheme stays out.
+TEST(RulePin, MatchesEitherLabelSchemeAfterARollout) {
+  for (const bool newer_today : {true, false}) {
+    std::vector<json> nodes;
+    for (json& node : today()) nodes.push_back(with_only_scheme(std::move(node), newer_today));
+    const Inventory before = inventory_of(nodes);
+    const json pod =
+        pod_with({{"CUDA_VERSION", "12.4.1"}, {"TORCH_CUDA_ARCH_LIST", "7.5;8.0;9.0"}});
+    const Workload w = workload_of(pod);
+    const Decision d = decide(w, before);
+    ASSERT_EQ(d.verdict, Verdict::partial);
+    const Policy policy;
+    auto pin = pin_affinity(pod, w, d, before, db(), "partial", &policy);
+    ASSERT_TRUE(pin) << pin.error().str();
+    ASSERT_EQ(pin->scheme.rfind("rules on labels", 0), 0u) << pin->scheme;
+    const Workload pw = workload_of(apply_pin(pod, *pin));
+    EXPECT_EQ(names(before.candidates(pw.spec), before),
+              (std::vector<std::string>{"a100-1", "a100-2", "h100-1"}));
+
+    // The T4s upgraded to 550, one carrying the other scheme; a new L4 on
+    // 535 (CUDA 12.2) with the other scheme cannot run the pod.
+    const Inventory after = inventory_of(
+        {with_only_scheme(gfd_node("t4-1", "550.54.15", "12.4", "7.5", "Tesla-T4"), !newer_today),
+         with_only_scheme(gfd_node("t4-2", "550.54.15", "12.4", "7.5", "Tesla-T4"), newer_today),
+         with_only_scheme(gfd_node("a100-1", "550.54.15", "12.4", "8.0", "NVIDIA-A100-SXM4-80GB"),
+                          newer_today),
+         with_only_scheme(gfd_node("l4-1", "535.129.03", "12.2", "8.9", "NVIDIA-L4"),
+                          !newer_today)});
+    const std::vector<std::string> runnable = {"t4-1", "t4-2", "a100-1"};
+    EXPECT_EQ(names(compatible_candidates(w, decide(w, after), after), after), runnable);
+    EXPECT_EQ(names(after.candidates(pw.spec), after), runnable) << "newer today: " << newer_today;
+  }
 }
 
 TEST(RulePin, ExactValuesWithTheReasonWhereRangesCannotBeWritten) {

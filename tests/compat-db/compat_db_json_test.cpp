@@ -41,13 +41,15 @@ TEST(CompatDbJson, KeepsTheInputShape) {
   const auto json = compat_db_to_json(*db);
   EXPECT_EQ(json.begin().key(), "schemaVersion");
   EXPECT_EQ(json["schemaVersion"], 1);
-  for (const char* section : {"cudaReleases", "minorVersionCompat", "driverBranches", "cudaTargets",
-                              "products", "cloudAccelerators", "architectures", "tegraCapabilities",
-                              "cudaImages", "ngcReleases", "imageRules"}) {
+  for (const char* section :
+       {"cudaReleases", "minorVersionCompat", "driverBranches", "cudaTargets", "products",
+        "cloudAccelerators", "architectures", "tegraCapabilities", "cudaImages", "ngcReleases",
+        "imageRules", "lastDriverBranches", "torchBuilds"}) {
     ASSERT_TRUE(json.contains(section)) << section;
     EXPECT_FALSE(json[section].empty()) << section;
   }
-  EXPECT_EQ(json.size(), 12u);
+  EXPECT_EQ(json["asOf"], db->as_of);
+  EXPECT_EQ(json.size(), 15u);
 }
 
 TEST(CompatDbJson, AnEditedCopyIsValidatedLikeAnyFile) {

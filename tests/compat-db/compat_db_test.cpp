@@ -112,10 +112,15 @@ TEST(CompatDbLookup, MaxCudaForDriver) {
       {"560.35.03", "12.6"},    {"550.54.15", "12.4"}, {"535.129.03", "12.2"},
       {"525.60.13", "12.0"},    {"515.43.04", "11.7"}, {"470.82.01", "11.4"},
       {"570.26", "12.8"},       {"580.95.05", "13.0"}, {"610.10", "13.3"},
+      {"615.71.09", "13.4"},    {"620.70.06", "13.5"},  // R620 carries CUDA 13.5
       {"600.1.2", "13.2"},       // between R595 and R610: the nearest lower branch
-      {"999.1", "13.4"},         // above the newest: the newest known
+      {"999.1", "13.5"},         // above the newest: the newest known (a floor)
       {"300.10", std::nullopt},  // below the oldest branch
   };
+  EXPECT_TRUE(embedded().branch_beyond_known(driver("999.1")));
+  EXPECT_TRUE(embedded().branch_beyond_known(driver("625.10.01")));
+  EXPECT_FALSE(embedded().branch_beyond_known(driver("620.70.06")));
+  EXPECT_FALSE(embedded().branch_beyond_known(driver("600.1.2")));
   for (const MaxCudaRow& row : rows) {
     const auto max = embedded().max_cuda_for(driver(row.driver));
     if (row.cuda) {
@@ -136,9 +141,11 @@ TEST(CompatDbLookup, MinDriverForCuda) {
   const std::vector<MinDriverRow> rows = {
       {"12.4", "550.54.14"},    // GA, not Update 1's 550.54.15
       {"12.4.1", "550.54.14"},  // lookups are per minor
-      {"12.8", "570.26"},      {"11.0", "450.51.05"},  {"13.2", "595.45.04"},
-      {"9.0", "384.81"},       {"12.7", std::nullopt},  // no 12.7 toolkit
-      {"13.3", std::nullopt},                           // the release notes give only a branch
+      {"12.8", "570.26"},      {"11.0", "450.51.05"},   {"13.2", "595.45.04"},
+      {"9.0", "384.81"},       {"12.7", std::nullopt},   // no 12.7 toolkit
+      {"13.3", "610.43.02"},   {"13.0.3", "580.65.06"},  // the 13.0 GA's, not Update 3's
+      {"13.4", "615.0"},       {"13.5", "620.0"},        // from 13.4 the notes give only a branch
+      {"13.6", std::nullopt},                            // newer than the matrix knows
   };
   for (const MinDriverRow& row : rows) {
     const auto min = embedded().min_driver_for(cuda(row.cuda));
@@ -185,7 +192,15 @@ TEST(CompatDbLookup, TargetsForCuda) {
   EXPECT_EQ(t130->all.front().str(), "7.5");  // Maxwell to Volta dropped
   EXPECT_EQ(std::count(t130->all.begin(), t130->all.end(), ComputeCapability(10, 1)), 0);
   EXPECT_EQ(std::count(t130->all.begin(), t130->all.end(), ComputeCapability(11, 0)), 1);
-  EXPECT_EQ(embedded().targets_for(cuda("13.4")), t130);  // nothing newer is known
+  EXPECT_EQ(embedded().targets_for(cuda("13.3")), t130);  // 13.1 to 13.3 added no target
+  // Rubin: sm_107, sm_107a and sm_107f from CUDA 13.4 (PTX ISA 9.4).
+  const CudaTargets* t134 = embedded().targets_for(cuda("13.4"));
+  ASSERT_NE(t134, nullptr);
+  EXPECT_EQ(t134->since.str(), "13.4");
+  for (const auto* list : {&t134->all, &t134->arch_specific, &t134->family_specific}) {
+    EXPECT_EQ(std::count(list->begin(), list->end(), ComputeCapability(10, 7)), 1);
+  }
+  EXPECT_EQ(std::count(t130->all.begin(), t130->all.end(), ComputeCapability(8, 8)), 1);
 
   EXPECT_EQ(embedded().targets_for(cuda("11.3"))->since.str(), "11.1");
   EXPECT_EQ(embedded().targets_for(cuda("6.5")), nullptr);
@@ -220,6 +235,9 @@ TEST(CompatDbLookup, ProductByName) {
       {"V100", "V100", "7.0"},
       {"RTX PRO 6000", "RTX PRO 6000 Blackwell", "12.0"},
       {"Jetson Thor", "Jetson Thor", "11.0"},
+      {"VR200", "VR200", "10.7"},  // Rubin
+      {"RTX PRO 4000 Blackwell SFF", "RTX PRO 4000 Blackwell", "12.0"},
+      {"RTX 4090", "RTX 4090", "8.9"},
       {"Tesla-T4", nullptr, ""},  // a GFD value, not a name
       {"T5", nullptr, ""},
       {"", nullptr, ""},
@@ -244,7 +262,19 @@ TEST(CompatDbLookup, ProductByGfdLabel) {
       {"NVIDIA-A10G", "A10G", "8.6"},
       {"nvidia-l40s", "L40S", "8.9"},
       {"NVIDIA-GH200-480GB", "GH200", "9.0"},
-      {"NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition", "RTX PRO 6000 Blackwell", "12.0"},
+      // The Server Edition is a datacenter product apart from the workstation ones.
+      {"NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition", "RTX PRO 6000 Blackwell Server Edition",
+       "12.0"},
+      {"NVIDIA-RTX-PRO-6000-Blackwell-Workstation-Edition", "RTX PRO 6000 Blackwell", "12.0"},
+      // GFD values seen on real clusters.
+      {"NVIDIA-B200", "B200", "10.0"},
+      {"NVIDIA-GB200", "GB200", "10.0"},
+      {"NVIDIA-GB300", "GB300", "10.3"},
+      {"NVIDIA-B300-SXM6-AC", "B300", "10.3"},
+      {"NVIDIA-GB10", "GB10", "12.1"},
+      {"NVIDIA-RTX-4000-Ada-Generation", "RTX 4000 Ada", "8.9"},
+      // Pre-release boards name themselves generically: no product.
+      {"NVIDIA-Graphics-Device", nullptr, ""},
       {"NVIDIA-GeForce-GTX-1080", nullptr, ""},
       {"NVIDIA-A1000", nullptr, ""},
       {"-MIG-1g.5gb", nullptr, ""},
@@ -399,8 +429,71 @@ TEST(CompatDbLookup, ImageRules) {
   EXPECT_EQ(kind_of("nvcr.io/nvidia/cuda"), "cuda-base");
   EXPECT_EQ(kind_of("nvcr.io/nvidia/pytorch"), "ngc-release");
   EXPECT_EQ(kind_of("nvcr.io/nvidia/nemo"), "ngc-release");
-  EXPECT_EQ(kind_of("docker.io/pytorch/pytorch"), "cuda-tag");
+  EXPECT_EQ(kind_of("docker.io/pytorch/pytorch"), "pytorch-tag");  // then cuda-tag
   EXPECT_EQ(kind_of("*"), "cuda-tag");
+}
+
+// What the matrix knows and how far it reaches: the answers that keep a
+// gap in it from passing for a fact.
+TEST(CompatDbLookup, CapabilityBeyondKnown) {
+  const CompatDb& db = embedded();
+  EXPECT_FALSE(db.capability_beyond_known(ComputeCapability(10, 7)));  // Rubin is known
+  EXPECT_TRUE(db.capability_beyond_known(ComputeCapability(10, 9)));   // past the newest 10.x
+  EXPECT_TRUE(db.capability_beyond_known(ComputeCapability(12, 5)));   // past the newest 12.x
+  EXPECT_TRUE(db.capability_beyond_known(ComputeCapability(13, 0)));   // a major past every one
+  EXPECT_FALSE(db.capability_beyond_known(ComputeCapability(7, 1)));   // between known ones
+  EXPECT_FALSE(db.capability_beyond_known(ComputeCapability(4, 0)));   // no such generation
+  ASSERT_TRUE(db.newest_capability());
+  EXPECT_EQ(db.newest_capability()->str(), "12.1");
+  ASSERT_TRUE(db.newest_cuda());
+  EXPECT_EQ(db.newest_cuda()->str(), "13.5");
+}
+
+// NVIDIA's CUDA Toolkit, Driver, and Architecture Matrix: Kepler ends with
+// R470; Maxwell, Pascal and Volta with R580; later architectures go on.
+TEST(CompatDbLookup, LastDriverBranch) {
+  const CompatDb& db = embedded();
+  const std::vector<std::pair<ComputeCapability, int>> rows = {
+      {ComputeCapability(3, 7), 470}, {ComputeCapability(5, 2), 580},
+      {ComputeCapability(6, 0), 580}, {ComputeCapability(6, 1), 580},
+      {ComputeCapability(7, 0), 580},
+  };
+  for (const auto& [cc, branch] : rows) {
+    const LastDriverBranch* last = db.last_driver_branch(cc);
+    ASSERT_NE(last, nullptr) << cc.str();
+    EXPECT_EQ(last->last_branch, branch) << cc.str();
+  }
+  for (const ComputeCapability cc :
+       {ComputeCapability(7, 5), ComputeCapability(9, 0), ComputeCapability(10, 7)}) {
+    EXPECT_EQ(db.last_driver_branch(cc), nullptr) << cc.str();
+  }
+}
+
+// PyTorch's own builds: the arch list a pytorch/pytorch tag was built with.
+TEST(CompatDbLookup, TorchBuild) {
+  const CompatDb& db = embedded();
+  const TorchBuild* cu128 = db.torch_build(cuda("2.8"), cuda("12.8"));
+  ASSERT_NE(cu128, nullptr);
+  EXPECT_EQ(cu128->cuda_variant, "cu128");
+  EXPECT_EQ(cu128->arch_list, "7.0;7.5;8.0;8.6;9.0;10.0;12.0");
+  const TorchBuild* cu126 = db.torch_build(cuda("2.6"), cuda("12.6"));
+  ASSERT_NE(cu126, nullptr);
+  EXPECT_EQ(cu126->arch_list, "5.0;6.0;7.0;7.5;8.0;8.6;9.0");
+  EXPECT_EQ(db.torch_build(cuda("2.5"), cuda("12.8")), nullptr);  // cu128 came with 2.7
+  EXPECT_EQ(db.torch_build(cuda("2.8"), cuda("11.8")), nullptr);
+}
+
+TEST(CompatDbLookup, DescribesItselfWithRevisionAndDate) {
+  const CompatDb& db = embedded();
+  EXPECT_EQ(db.as_of, "2026-12-04");
+  EXPECT_EQ(db.describe(), "the compatibility matrix (revision " + db.revision + ", 2026-12-04)");
+  const auto newest = newest_entries(db);
+  ASSERT_GE(newest.size(), 3u);
+  EXPECT_EQ(newest[0],
+            std::make_pair(std::string("CUDA release"), std::string("13.5 GA (13.5.0)")));
+  EXPECT_EQ(newest[1],
+            std::make_pair(std::string("driver branch"), std::string("620 (CUDA 13.5)")));
+  EXPECT_EQ(newest[2], std::make_pair(std::string("compute capability"), std::string("12.1")));
 }
 
 // --- Loading: a small valid matrix and what breaks it -------------------------
@@ -512,9 +605,10 @@ TEST(LoadCompatDb, RefusesBadInputNamingThePlace) {
        "test.json: missing section \"imageRules\"; every compat-db section must be given by one "
        "of the files"},
       {"unknown section", replaced("\"imageRules\"", "\"imageRule\""),
-       "test.json: imageRule: unknown section (expected one of: cudaReleases, minorVersionCompat, "
-       "driverBranches, cudaTargets, products, cloudAccelerators, architectures, "
-       "tegraCapabilities, cudaImages, ngcReleases, imageRules)"},
+       "test.json: imageRule: unknown section (expected asOf or one of: cudaReleases, "
+       "minorVersionCompat, driverBranches, cudaTargets, lastDriverBranches, products, "
+       "cloudAccelerators, architectures, tegraCapabilities, cudaImages, ngcReleases, "
+       "imageRules, torchBuilds)"},
       {"entry not an object", replaced("\"architectures\": [{", "\"architectures\": [7, {"),
        "test.json: architectures[0]: expected an object, got a number"},
       {"unknown field",
@@ -524,12 +618,12 @@ TEST(LoadCompatDb, RefusesBadInputNamingThePlace) {
       {"missing field", replaced("\"label\": \"12.4 GA\", ", ""),
        "test.json: cudaReleases[1].label: required field is missing"},
       {"bad driver version", replaced("\"minDriver\": \"550.54.14\"", "\"minDriver\": \"x\""),
-       "test.json: cudaReleases[1].minDriver: expected a driver version like 535.129.03 or "
-       "570.26, got \"x\""},
+       "test.json: cudaReleases[1].minDriver: expected a driver version like 535.129.03 or a "
+       "branch like 535, got \"x\""},
       {"driver version of the wrong type",
        replaced("\"minDriver\": \"550.54.14\"", "\"minDriver\": 550"),
-       "test.json: cudaReleases[1].minDriver: expected a driver version like 535.129.03 or "
-       "570.26, got a number"},
+       "test.json: cudaReleases[1].minDriver: expected a driver version like 535.129.03 or a "
+       "branch like 535, got a number"},
       {"bad CUDA version", replaced("\"cuda\": \"12.4\"", "\"cuda\": \"12.x\""),
        "test.json: driverBranches[0].cuda: expected a CUDA version like 12.4 or 12.4.1, got "
        "\"12.x\""},
@@ -575,8 +669,14 @@ TEST(LoadCompatDb, RefusesBadInputNamingThePlace) {
        "test.json: driverBranches[1].cuda: branch 555 reports CUDA 12.2, older than branch 550's "
        "CUDA 12.4"},
       {"designation", replaced("\"designation\": \"LTSB\"", "\"designation\": \"LTS\""),
-       "test.json: driverBranches[1].designation: expected one of LTSB, PB, NFB (or leave it "
-       "out), got \"LTS\""},
+       "test.json: driverBranches[1].designation: expected one of LTSB, PB, NFB, developer (or "
+       "leave it out), got \"LTS\""},
+      {"end of life", replaced("\"designation\": \"LTSB\"", "\"endOfLife\": \"June 2026\""),
+       "test.json: driverBranches[1].endOfLife: expected a month like 2026-06, got \"June "
+       "2026\""},
+      {"date", replaced("\"schemaVersion\": 1", "\"schemaVersion\": 1, \"asOf\": \"2026-13-01\""),
+       "test.json: asOf: expected the date the data was checked, like 2026-12-04, got the string "
+       "\"2026-13-01\""},
       {"all-major outside all",
        replaced("\"allMajor\": [\"8.0\", \"9.0\"]", "\"allMajor\": [\"7.0\"]"),
        "test.json: cudaTargets[0].allMajor[0]: 7.0 is not in \"all\"; all-major is a subset of "
@@ -639,8 +739,12 @@ TEST(LoadCompatDb, RefusesBadInputNamingThePlace) {
       {"tegra devices", replaced("\"devices\": \"Jetson AGX Orin\", ", ""),
        "test.json: tegraCapabilities[0].devices: required field is missing"},
       {"rule kind", replaced("\"kind\": \"cuda-tag\"", "\"kind\": \"cuda-tags\""),
-       "test.json: imageRules[0].kind: expected one of cuda-base, ngc-release, cuda-tag, got "
-       "\"cuda-tags\""},
+       "test.json: imageRules[0].kind: expected one of cuda-base, ngc-release, cuda-tag, "
+       "pytorch-tag, got \"cuda-tags\""},
+      {"pytorch-tag without builds",
+       replaced("\"kind\": \"cuda-tag\"", "\"kind\": \"pytorch-tag\""),
+       "test.json: imageRules[0].kind: \"pytorch-tag\" reads the arch lists of torchBuilds, which "
+       "has no entry"},
   };
   for (const BadRow& row : rows) {
     auto db = load_one(row.text);
@@ -701,8 +805,53 @@ TEST(LoadCompatDb, EscapesControlBytesInMessages) {
   auto db = load_one(replaced("\"minDriver\": \"550.54.14\"", "\"minDriver\": \"5\\u0001\""));
   ASSERT_FALSE(db);
   EXPECT_EQ(db.error().str(),
-            "test.json: cudaReleases[1].minDriver: expected a driver version like 535.129.03 or "
-            "570.26, got \"5\\x01\"");
+            "test.json: cudaReleases[1].minDriver: expected a driver version like 535.129.03 or a "
+            "branch like 535, got \"5\\x01\"");
+}
+
+// lastDriverBranches and torchBuilds may be left out of a matrix; asOf is
+// the newest date any file gives.
+TEST(LoadCompatDb, OptionalSectionsAndDate) {
+  auto without = load_one(std::string(kValid));
+  ASSERT_TRUE(without) << without.error().str();
+  EXPECT_TRUE(without->last_driver_branches.empty());
+  EXPECT_TRUE(without->torch_builds.empty());
+  EXPECT_EQ(without->as_of, "");
+  EXPECT_EQ(without->describe(),
+            "the compatibility matrix (revision " + without->revision + ", undated)");
+
+  const std::string extra =
+      R"({"schemaVersion": 1, "asOf": "2026-11-30", "lastDriverBranches": [{"family": "volta", )"
+      R"("computeCapabilities": ["7.0"], "lastBranch": 580, "source": "s"}], "torchBuilds": [)"
+      R"({"cudaVariant": "cu124", "cuda": "12.4", "torchSince": "2.4", "torchBefore": "2.6", )"
+      R"("archList": "8.0;9.0", "source": "s"}]})";
+  const std::string dated =
+      replaced("\"schemaVersion\": 1", "\"schemaVersion\": 1, \"asOf\": \"2026-12-01\"");
+  auto with = load_compat_db({CompatDbFile{"a.json", dated}, CompatDbFile{"b.json", extra}});
+  ASSERT_TRUE(with) << with.error().str();
+  EXPECT_EQ(with->as_of, "2026-12-01");
+  ASSERT_NE(with->last_driver_branch(ComputeCapability(7, 0)), nullptr);
+  EXPECT_EQ(with->last_driver_branch(ComputeCapability(7, 0))->last_branch, 580);
+  ASSERT_NE(with->torch_build(CudaVersion(2, 5), CudaVersion(12, 4)), nullptr);
+  EXPECT_EQ(with->torch_build(CudaVersion(2, 6), CudaVersion(12, 4)), nullptr);
+
+  const std::string overlapping =
+      R"({"schemaVersion": 1, "torchBuilds": [)"
+      R"({"cudaVariant": "cu124", "cuda": "12.4", "torchSince": "2.4", "archList": "8.0", "source": "s"},)"
+      R"({"cudaVariant": "cu124", "cuda": "12.4", "torchSince": "2.5", "archList": "9.0", "source": "s"}]})";
+  auto bad = load_compat_db({CompatDbFile{"a.json", kValid}, CompatDbFile{"b.json", overlapping}});
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().str(),
+            "b.json: torchBuilds[1].torchSince: repeats torchBuilds[0] for the same torch releases "
+            "of cu124; entries need torchSince/torchBefore ranges that do not overlap");
+  const std::string wrong_variant =
+      R"({"schemaVersion": 1, "torchBuilds": [)"
+      R"({"cudaVariant": "cu128", "cuda": "12.4", "torchSince": "2.4", "archList": "8.0", "source": "s"}]})";
+  auto mismatch =
+      load_compat_db({CompatDbFile{"a.json", kValid}, CompatDbFile{"b.json", wrong_variant}});
+  ASSERT_FALSE(mismatch);
+  EXPECT_EQ(mismatch.error().str(),
+            "b.json: torchBuilds[0].cudaVariant: expected \"cu124\" for CUDA 12.4, got \"cu128\"");
 }
 
 }  // namespace

@@ -809,6 +809,14 @@ class BinaryTest(ManifestTest):
                     if files is None and overlay == "base":
                         continue  # the serving Secret comes with an overlay
                     self.assertIn(name, files or set(), f"--{flag}")
+                # The matrix override is an optional ConfigMap: absent, the
+                # embedded matrix serves; created, its compat-db.json replaces it.
+                directory, name = os.path.split(args["compat-db-override"])
+                self.assertEqual(name, "compat-db.json")
+                self.assertIn(directory, mounts, "--compat-db-override is not mounted")
+                volume = volumes[mounts[directory]["name"]]
+                self.assertEqual(volume["configMap"],
+                                 {"name": "cudagate-compat-db", "optional": True})
                 # --in-cluster reads the service account folder: token, CA, namespace.
                 self.assertIn("in-cluster", args)
                 sa = volumes[mounts["/var/run/secrets/kubernetes.io/serviceaccount"]["name"]]

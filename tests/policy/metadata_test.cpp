@@ -199,6 +199,62 @@ TEST(Metadata, CatalogComesBeforeRegistryAndInference) {
   EXPECT_EQ(cuda.cuda.source, Source::catalog);
 }
 
+// cuda_image.go GetRequirements: with NVIDIA_DISABLE_REQUIRE true the
+// toolkit returns before it reads CUDA_VERSION, so a CUDA_VERSION it could
+// not parse stops nothing: the CUDA version is unknown, not an error.
+TEST(Metadata, DisableRequireMakesAnUnparsableCudaVersionUnknown) {
+  const ContainerMetadata md = resolve_ok(
+      workload(kImage, {{"NVIDIA_DISABLE_REQUIRE", "true"}, {"CUDA_VERSION", "twelve"}}));
+  EXPECT_EQ(cuda_of(md), "unknown");
+  EXPECT_EQ(md.cuda.text, "twelve");
+  EXPECT_TRUE(md.require_disabled);
+  // Without it the toolkit would refuse the container: a person's error.
+  const auto refused = resolve(workload(kImage, {{"CUDA_VERSION", "twelve"}}));
+  ASSERT_FALSE(refused);
+  EXPECT_THAT(refused.error().str(), ::testing::HasSubstr("env CUDA_VERSION"));
+  const auto not_disabled =
+      resolve(workload(kImage, {{"NVIDIA_DISABLE_REQUIRE", "false"}, {"CUDA_VERSION", "twelve"}}));
+  EXPECT_FALSE(not_disabled);
+}
+
+// A compute capability newer than the matrix knows, from any source, is
+// unknown and says which; one that never existed stays an error.
+TEST(Metadata, AnArchNewerThanTheMatrixIsUnknownNotAnError) {
+  const ContainerMetadata env = resolve_ok(
+      workload(kImage, {{"CUDA_VERSION", "13.4"}, {"TORCH_CUDA_ARCH_LIST", "9.0;10.9+PTX"}}));
+  EXPECT_EQ(archs_of(env), "unknown");
+  EXPECT_TRUE(env.archs_beyond_matrix);
+  EXPECT_EQ(env.archs_unknown, "CUDA arch \"10.9+PTX\" in TORCH_CUDA_ARCH_LIST: " +
+                                   db().describe() + " does not know that compute capability");
+  const ContainerMetadata cmake =
+      resolve_ok(workload(kImage, {{"CUDA_VERSION", "13.4"}, {"CUDAARCHS", "90;130-real"}}));
+  EXPECT_TRUE(cmake.archs_beyond_matrix);
+  const ContainerMetadata annotated =
+      resolve_ok(workload(kImage, {{"CUDA_VERSION", "13.4"}}, {{"cudagate.io/arch-list", "12.5"}}));
+  EXPECT_TRUE(annotated.archs_beyond_matrix);
+  EXPECT_EQ(annotated.archs.source, Source::annotation);
+  // Rubin's 10.7 is known.
+  const ContainerMetadata rubin =
+      resolve_ok(workload(kImage, {{"CUDA_VERSION", "13.4"}, {"TORCH_CUDA_ARCH_LIST", "10.7"}}));
+  EXPECT_EQ(archs_of(rubin), "10.7");
+  EXPECT_FALSE(resolve(workload(kImage, {{"TORCH_CUDA_ARCH_LIST", "7.1"}})));
+}
+
+// pytorch/pytorch tags carry the torch release and the CUDA variant; PyTorch's
+// own build scripts give the arch list those wheels were built for.
+TEST(Metadata, PytorchTagsGiveTheBuildsArchList) {
+  const ContainerMetadata md =
+      resolve_ok(workload("pytorch/pytorch:2.8.0-cuda12.8-cudnn9-runtime", {}));
+  EXPECT_EQ(cuda_of(md), "12.8");
+  EXPECT_EQ(md.archs.source, Source::inference);
+  EXPECT_EQ(md.archs.text, "7.0;7.5;8.0;8.6;9.0;10.0;12.0");
+  // A torch release the matrix has no build for: the CUDA version only.
+  const ContainerMetadata old =
+      resolve_ok(workload("pytorch/pytorch:1.13.1-cuda11.6-cudnn8-runtime", {}));
+  EXPECT_EQ(cuda_of(old), "11.6");
+  EXPECT_EQ(archs_of(old), "unknown");
+}
+
 TEST(Metadata, DisableRequireReadsLikeGoParseBool) {
   struct Case {
     std::string value;

@@ -439,6 +439,69 @@ TEST(Node, GpuFactsFromEachLabelScheme) {
   }
 }
 
+// The matrix's answer for a driver of a branch newer than it knows is a
+// floor; GFD's own report of the driver's CUDA always wins over the table.
+TEST(Node, ABranchNewerThanTheMatrixGivesAFloor) {
+  CompatDb db = test_db();
+  const GpuFacts newer = derive_gpu_facts(make_node({{"cudagate.io/driver-version", "640.10.01"},
+                                                     {"cudagate.io/compute-capability", "9.0"}}),
+                                          db);
+  ASSERT_TRUE(newer.max_cuda);
+  EXPECT_EQ(newer.max_cuda->str(), "12.8");
+  EXPECT_TRUE(newer.max_cuda_floor);
+  EXPECT_EQ(max_cuda_text(newer), "at least 12.8 (inferred)");
+  const GpuFacts reported =
+      derive_gpu_facts(make_node({{"nvidia.com/cuda.driver-version.full", "640.10.01"},
+                                  {"nvidia.com/cuda.runtime-version.full", "13.7"},
+                                  {"nvidia.com/gpu.compute.major", "9"},
+                                  {"nvidia.com/gpu.compute.minor", "0"}}),
+                       db);
+  EXPECT_EQ(reported.max_cuda->str(), "13.7");
+  EXPECT_FALSE(reported.max_cuda_floor);
+  EXPECT_EQ(max_cuda_text(reported), "13.7");
+  const GpuFacts known = derive_gpu_facts(
+      make_node({{"cudagate.io/driver-version", "570.124.06"}, {"cudagate.io/gpu-product", "T4"}}),
+      db);
+  EXPECT_FALSE(known.max_cuda_floor);
+  EXPECT_EQ(max_cuda_text(known), "12.8");
+
+  // What the node names that the matrix does not know.
+  const GpuFacts gaps = derive_gpu_facts(make_node({{"cudagate.io/driver-version", "640.10.01"},
+                                                    {"nvidia.com/gpu.product", "NVIDIA-X300"},
+                                                    {"nvidia.com/gpu.compute.major", "9"},
+                                                    {"nvidia.com/gpu.compute.minor", "7"}}),
+                                         db);
+  EXPECT_EQ(
+      matrix_gaps(gaps, db),
+      (std::vector<std::pair<std::string, std::string>>{
+          {"driver_branch", "640"}, {"product", "NVIDIA-X300"}, {"compute_capability", "9.7"}}));
+  EXPECT_TRUE(matrix_gaps(known, db).empty());
+}
+
+// A driver newer than the last branch of the GPU's architecture cannot run
+// on it: the facts say so, and the node is not judged as if they were fine.
+TEST(Node, ADriverPastItsArchitecturesLastBranchIsInconsistent) {
+  CompatDb db = test_db();
+  db.last_driver_branches.push_back(
+      LastDriverBranch{"volta", {ComputeCapability(7, 0)}, 580, "test"});
+  const GpuFacts v100 =
+      derive_gpu_facts(make_node({{"cudagate.io/driver-version", "590.48.01"},
+                                  {"nvidia.com/gpu.product", "Tesla-V100-SXM2-16GB"}}),
+                       db);
+  EXPECT_EQ(v100.inconsistency,
+            "driver 590.48.01 is newer than R580, the last driver branch for volta GPUs (compute "
+            "capability 7.0): the node's labels cannot all be true");
+  const GpuFacts supported =
+      derive_gpu_facts(make_node({{"cudagate.io/driver-version", "580.95.05"},
+                                  {"nvidia.com/gpu.product", "Tesla-V100-SXM2-16GB"}}),
+                       db);
+  EXPECT_EQ(supported.inconsistency, "");
+  const GpuFacts turing = derive_gpu_facts(make_node({{"cudagate.io/driver-version", "590.48.01"},
+                                                      {"nvidia.com/gpu.product", "Tesla-T4"}}),
+                                           db);
+  EXPECT_EQ(turing.inconsistency, "");
+}
+
 TEST(Node, GpuFactsOfTheFixtures) {
   const CompatDb db = test_db();
   auto fleet = parse_nodes(read_fixture("fleet.yaml"), "fleet.yaml");

@@ -386,6 +386,77 @@ TEST(CudaDriverRule, FixNamesTheMinimumDriverOfTheRequiredCuda) {
             "older");
 }
 
+// A driver of a branch newer than the matrix knows supports at least the
+// newest CUDA it knows (a floor): what passes at the floor passes, what
+// needs more is unknown, never a denial.
+TEST(CudaDriverRule, ABranchNewerThanTheMatrixIsAFloorNotACeiling) {
+  GpuFacts h100 = node("640.10.01", "13.5", "9.0", "NVIDIA-H100-80GB-HBM3", "nvidia");
+  h100.max_cuda_floor = true;
+  EXPECT_EQ(check(Md().cuda("13.4"), h100).outcome, Outcome::compatible);
+  EXPECT_EQ(check(Md().cuda("13.5"), h100).outcome, Outcome::compatible);
+  const RuleResult newer = check(Md().cuda("13.6"), h100);
+  EXPECT_EQ(newer.outcome, Outcome::unknown);
+  ASSERT_EQ(newer.findings.size(), 1U);
+  EXPECT_TRUE(newer.findings[0].unknown);
+  EXPECT_TRUE(newer.findings[0].matrix_gap());
+  EXPECT_EQ(newer.findings[0].message,
+            "needs CUDA 13.6; driver 640.10.01 is of branch 640, which " + db().describe() +
+                " does not know: it supports at least CUDA 13.5 (inferred)");
+  EXPECT_EQ(newer.findings[0].fix, "update cudagate or give --compat-db");
+  // The toolkit's requirement, judged on the floor.
+  EXPECT_EQ(check(Md().require("cuda>=13.2"), h100).outcome, Outcome::compatible);
+  const RuleResult required = check(Md().require("cuda>=13.7"), h100);
+  EXPECT_EQ(required.outcome, Outcome::unknown);
+  ASSERT_EQ(required.findings.size(), 1U);
+  EXPECT_THAT(required.findings[0].message, HasSubstr("supports at least CUDA 13.5 (inferred)"));
+  EXPECT_TRUE(required.findings[0].matrix_gap());
+  // Without the floor the same facts are a ceiling: R620's CUDA 13.5 is all it runs.
+  h100.max_cuda_floor = false;
+  EXPECT_EQ(check(Md().cuda("13.6"), h100).outcome, Outcome::incompatible);
+}
+
+// A node whose labels claim a driver newer than its GPU's last branch
+// (Volta ends with R580) is judged by nothing: unknown, with the reason.
+TEST(CudaDriverRule, InconsistentNodeFactsJudgeNothing) {
+  GpuFacts v100 = node("590.48.01", "13.1", "7.0", "Tesla-V100-SXM2-16GB", "tesla");
+  v100.inconsistency =
+      "driver 590.48.01 is newer than R580, the last driver branch for volta GPUs (compute "
+      "capability 7.0): the node's labels cannot all be true";
+  const RuleResult r = check(Md().cuda("12.4").archs("7.0"), v100);
+  EXPECT_EQ(r.outcome, Outcome::unknown);
+  ASSERT_EQ(r.findings.size(), 1U);
+  EXPECT_EQ(r.findings[0].message, v100.inconsistency);
+  EXPECT_THAT(r.findings[0].fix, HasSubstr("correct the node's labels"));
+}
+
+// An upgrade to a CUDA the release notes give only a branch for names the
+// branch; one the matrix does not know says so.
+TEST(CudaDriverRule, FixNamesABranchWhereTheNotesGiveOnlyABranch) {
+  const GpuFacts h100 = node("595.71.05", "13.2", "9.0", "NVIDIA-H100-80GB-HBM3", "nvidia");
+  const RuleResult r134 = check(Md().require("cuda>=13.4"), h100);
+  ASSERT_EQ(r134.findings.size(), 1U);
+  EXPECT_EQ(r134.findings[0].fix,
+            "upgrade the driver to branch R615 or newer, or use an image built for CUDA 13.2 or "
+            "older");
+  const RuleResult r139 = check(Md().cuda("13.9"), h100);
+  ASSERT_EQ(r139.findings.size(), 1U);
+  EXPECT_EQ(r139.findings[0].fix,
+            "upgrade the driver to one that supports CUDA 13.9 (" + db().describe() +
+                " does not know CUDA 13.9), or use an image built for CUDA 13.2 or older");
+}
+
+// A GPU product the matrix has no entry for, without compute capability
+// labels: the unknown names the gap.
+TEST(GpuArchRule, AnUnknownProductIsAGapInTheMatrix) {
+  const GpuFacts next = node("620.70.06", "13.5", "", "NVIDIA-X300", std::nullopt);
+  const RuleResult r = check(Md().cuda("13.4").archs("9.0"), next);
+  EXPECT_EQ(r.outcome, Outcome::unknown);
+  ASSERT_EQ(r.findings.size(), 1U);
+  EXPECT_EQ(r.findings[0].message, "the node's GPU NVIDIA-X300 is a product " + db().describe() +
+                                       " does not know, and no label gives its compute capability");
+  EXPECT_TRUE(r.findings[0].matrix_gap());
+}
+
 TEST(GpuArchRule, SpecExampleMessageAndFix) {
   const RuleResult r = check(Md().cuda("12.1").archs("8.0"), t4("535.129.03", "12.2"));
   EXPECT_EQ(r.outcome, Outcome::incompatible);
