@@ -40,7 +40,7 @@ struct MinorVersionCompat {
 };
 
 // A driver branch and the CUDA version its driver reports (nvidia-smi's
-// "CUDA Version", or "CUDA UMD Version" from 610.43.03 on).
+// "CUDA Version", or "CUDA UMD Version" from 610.43.02 on).
 struct DriverBranch {
   int branch = 0;           // 535
   CudaVersion cuda;         // 12.2

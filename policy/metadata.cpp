@@ -551,7 +551,6 @@ class Resolver {
       if (!v->value) return std::nullopt;
       md.archs.text = std::string(*v->value);
       const bool torch = name == kTorchArchList;
-      if (beyond_matrix(md, v->source, name, *v->value, torch)) return std::nullopt;
       if (torch ? torch_arch_list_is_native(*v->value) : cmake_arch_list_is_native(*v->value)) {
         md.archs_unknown = std::string(name) + " is \"" + md.archs.text +
                            "\": the image was built for the GPUs of the machine that built it, "
@@ -563,6 +562,9 @@ class Resolver {
                 : parse_cmake_arch_list(*v->value, db_, md.cuda.value);
       if (parsed) {
         md.archs.value = std::move(*parsed);
+      } else if (beyond_matrix(md, v->source, name, *v->value, torch)) {
+        // Not the image's error: only looked for once the list does not
+        // parse, since a target the parser knows is never beyond the matrix.
       } else if (v->source == Source::env) {
         return env_error(name, parsed.error());
       } else {
@@ -628,17 +630,15 @@ class Resolver {
     if (auto a = annotation(kAnnotationArchs)) {
       md.archs_unknown.clear();
       md.archs_beyond_matrix = false;
-      if (!beyond_matrix(md, Source::annotation, a->first, *a->second, true)) {
-        if (auto err = apply(md.archs, Source::annotation, a->first, *a->second, parse)) return err;
+      if (auto err = apply(md.archs, Source::annotation, a->first, *a->second, parse)) {
+        if (!beyond_matrix(md, Source::annotation, a->first, *a->second, true)) return err;
       }
     }
     if (flags != nullptr && flags->arch_list) {
       md.archs_unknown.clear();
       md.archs_beyond_matrix = false;
-      if (!beyond_matrix(md, Source::flag, "--arch-list", *flags->arch_list, true)) {
-        if (auto err = apply(md.archs, Source::flag, "--arch-list", *flags->arch_list, parse)) {
-          return err;
-        }
+      if (auto err = apply(md.archs, Source::flag, "--arch-list", *flags->arch_list, parse)) {
+        if (!beyond_matrix(md, Source::flag, "--arch-list", *flags->arch_list, true)) return err;
       }
     }
     return std::nullopt;

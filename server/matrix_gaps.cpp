@@ -15,7 +15,9 @@ std::string matrix_summary(const CompatDb& db, const std::string& source) {
   const char* separator = "; newest ";
   for (const auto& [what, entry] : newest_entries(db)) {
     out += separator;
-    out += what + " " + entry;
+    out += what;
+    out += ' ';
+    out += entry;
     separator = ", ";
   }
   return out;
@@ -24,10 +26,16 @@ std::string matrix_summary(const CompatDb& db, const std::string& source) {
 void MatrixGaps::publish(const Inventory& inventory, const CompatDb& db, WebhookMetrics& metrics) {
   // Facts are per group: each group's gaps count its members.
   std::map<std::pair<std::string, std::string>, std::size_t> gaps;
+  std::map<std::string, std::size_t> inconsistent;
+  std::size_t inconsistent_nodes = 0;
   for (const NodeGroup& group : inventory.groups()) {
     const std::size_t members = group.members.count();
     if (members == 0) continue;
     for (auto& gap : matrix_gaps(group.facts, db)) gaps[std::move(gap)] += members;
+    if (!group.facts.inconsistency.empty()) {
+      inconsistent[group.facts.inconsistency] += members;
+      inconsistent_nodes += members;
+    }
   }
   const std::lock_guard lock(mutex_);
   const bool new_matrix = db.revision != last_revision_;
@@ -43,8 +51,14 @@ void MatrixGaps::publish(const Inventory& inventory, const CompatDb& db, Webhook
                                      : std::string("compute capability"),
         gap.second, db.describe());
   }
+  for (const auto& [why, nodes] : inconsistent) {
+    if (!new_matrix && last_inconsistent_.find(why) != last_inconsistent_.end()) continue;
+    spdlog::warn("{} nodes are judged unknown: {}", nodes, why);
+  }
   metrics.matrix_gaps(gaps);
+  metrics.inconsistent_nodes(inconsistent_nodes);
   last_ = std::move(gaps);
+  last_inconsistent_ = std::move(inconsistent);
   last_revision_ = db.revision;
 }
 

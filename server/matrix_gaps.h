@@ -4,7 +4,9 @@
 // compute capability beyond the newest it can name. Such nodes are judged
 // `unknown` where the gap matters; this tells the operator which values
 // they are, at start and whenever the set changes (one log line per
-// value), and exports them as cudagate_compat_db_unknown_nodes.
+// value), and exports them as cudagate_compat_db_unknown_nodes. Nodes whose
+// facts cannot all be true (a driver past its GPU's last branch) are logged
+// the same way and counted in cudagate_inventory_inconsistent_nodes.
 //
 // publish() may be called from any thread.
 
@@ -31,6 +33,7 @@ class MatrixGaps {
  private:
   std::mutex mutex_;
   std::map<std::pair<std::string, std::string>, std::size_t> last_;  // (kind, value) -> nodes
+  std::map<std::string, std::size_t> last_inconsistent_;             // why -> nodes
   std::string last_revision_;
 };
 

@@ -342,9 +342,14 @@ WebhookMetrics::WebhookMetrics(std::string_view version, std::string_view compat
                                         "matrix does not know a driver branch, product, CUDA "
                                         "release or compute capability, by rule.",
                                         {"rule"})),
+      inconsistent_nodes_(registry_.gauge(
+          "cudagate_inventory_inconsistent_nodes",
+          "Inventory nodes whose facts cannot all be true, such as a driver newer than the last "
+          "branch of the GPU's architecture; their decisions are unknown.")),
       version_(version),
       matrix_(std::string(compat_db_revision), std::string()) {
   build_info_.set({version, compat_db_revision}, 1);
+  inconsistent_nodes_.touch({});
   gap_admissions_.touch({"cuda-driver"});
   gap_admissions_.touch({"gpu-arch"});
   duration_.touch({"validate"});
@@ -479,6 +484,10 @@ void WebhookMetrics::matrix_gaps(
     gap_nodes_.set({key.first, key.second}, static_cast<double>(count));
   }
   gaps_ = nodes;
+}
+
+void WebhookMetrics::inconsistent_nodes(std::size_t nodes) {
+  inconsistent_nodes_.set({}, static_cast<double>(nodes));
 }
 
 void WebhookMetrics::matrix_gap_admission(std::string_view rule) {

@@ -159,6 +159,8 @@ class WebhookMetrics : public RegistryObserver {
   // ("driver_branch", "product", "compute_capability") and value; a value
   // no longer seen drops to 0.
   void matrix_gaps(const std::map<std::pair<std::string, std::string>, std::size_t>& nodes);
+  // Inventory nodes whose facts cannot all be true (GpuFacts::inconsistency).
+  void inconsistent_nodes(std::size_t nodes);
   // An admission that met a gap in the matrix, by the rule that met it.
   void matrix_gap_admission(std::string_view rule);
 
@@ -190,6 +192,7 @@ class WebhookMetrics : public RegistryObserver {
   MetricFamily& compat_db_info_;
   MetricFamily& gap_nodes_;
   MetricFamily& gap_admissions_;
+  MetricFamily& inconsistent_nodes_;
 
   std::mutex matrix_mutex_;  // guards what follows
   std::string version_;

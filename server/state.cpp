@@ -57,10 +57,10 @@ void ServerState::set_inventory(std::shared_ptr<const Inventory> inventory,
   std::string platform = fleet_platform(*inventory);
   {
     const std::lock_guard lock(mutex_);
-    old =
-        std::exchange(current_, std::make_shared<const Snapshot>(Snapshot{
-                                    db ? std::move(db) : current_->db, current_->policy,
-                                    std::move(inventory), std::move(platform), current_->claims}));
+    if (!db) db = current_->db;
+    old = std::exchange(current_, std::make_shared<const Snapshot>(Snapshot{
+                                      std::move(db), current_->policy, std::move(inventory),
+                                      std::move(platform), current_->claims}));
   }
 }
 

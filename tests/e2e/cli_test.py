@@ -647,6 +647,65 @@ class Version(CliTestCase):
             self.assertNotEqual(info["compatDb"]["revision"], embedded["compatDb"]["revision"])
 
 
+
+class CheckAsOfTheMatrixDate(CliTestCase):
+    """What a user of December 2026 asks, and what the matrix cannot know yet."""
+
+    def test_cuda_13_5_runs_on_r620(self):
+        # R620 carries CUDA 13.5: no false denial.
+        decision = self.check_json("--cuda", "13.5", "--driver", "620.70.06", "--gpu", "H100",
+                                   code=0)
+        self.assertEqual(decision["verdict"], "pass")
+
+    def test_rubin_targets_are_known(self):
+        decision = self.check_json("--cuda", "13.4", "--arch-list", "10.7", "--driver",
+                                   "615.71.09", "--gpu", "VR200", code=0)
+        self.assertEqual(decision["verdict"], "pass")
+
+    def test_ngc_26_09_is_known(self):
+        decision = self.check_json("--image", "nvcr.io/nvidia/pytorch:26.09-py3", "--driver",
+                                   "615.71.09", "--gpu", "H100", code=0)
+        container = decision["containers"][0]
+        self.assertEqual((container["cuda"]["value"], container["cuda"]["source"]),
+                         ("13.4", "inference"))
+
+    def test_pytorch_images_get_their_arch_list(self):
+        decision = self.check_json("--image", "pytorch/pytorch:2.8.0-cuda12.8-cudnn9-runtime",
+                                   "--driver", "570.124.06", "--gpu", "T4", code=0)
+        self.assertEqual(decision["containers"][0]["archs"]["value"],
+                         "7.0;7.5;8.0;8.6;9.0;10.0;12.0")
+
+    def test_what_the_matrix_does_not_know_is_unknown(self):
+        # A driver branch past R620 and a capability past 10.7: unknown, with
+        # the matrix's revision and date, and how to get a newer one.
+        version = json.loads(cudagate("version", "--output", "json").stdout)["compatDb"]
+        matrix = (f"the compatibility matrix (revision {version['revision']}, "
+                  f"{version['asOf']})")
+        decision = self.check_json("--cuda", "13.6", "--arch-list", "9.0;10.9", "--driver",
+                                   "640.10.01", "--gpu", "H100", code=1)
+        self.assertEqual(decision["verdict"], "unknown")
+        findings = decision["groups"][0]["findings"]
+        messages = {f["rule"]: f["message"] for f in findings}
+        self.assertIn(f"branch 640, which {matrix} does not know: it supports at least CUDA "
+                      "13.5 (inferred)", messages["cuda-driver"])
+        self.assertIn(f"CUDA arch \"10.9\" in --arch-list: {matrix} does not know",
+                      messages["gpu-arch"])
+        self.assertTrue(all(f["fix"] == "update cudagate or give --compat-db" for f in findings))
+
+    def test_version_and_db_show_print_the_date_and_newest_entries(self):
+        info = json.loads(cudagate("version", "--output", "json").stdout)["compatDb"]
+        self.assertRegex(info["asOf"], r"^\d{4}-\d{2}-\d{2}$")
+        self.assertEqual(info["newest"]["driver branch"], "620 (CUDA 13.5)")
+        self.assertEqual(info["newest"]["CUDA release"], "13.5 GA (13.5.0)")
+        text = cudagate("version").stdout
+        self.assertIn(f"as of:     {info['asOf']}", text)
+        self.assertIn("newest driver branch: 620 (CUDA 13.5)", text)
+        shown = cudagate("db", "show")
+        self.assert_exit(shown, 0)
+        self.assertIn(f"as of {info['asOf']}", shown.stdout.splitlines()[0])
+        self.assertIn("newest compute capability: 12.1", shown.stdout)
+        self.assertIn("The last driver branch of each GPU architecture", shown.stdout)
+
 def main():
     global BINARY, SOURCE
     parser = argparse.ArgumentParser(description=__doc__)

@@ -8,7 +8,9 @@ A newer matrix given as --compat-db-override (a file that may be absent, as
 a ConfigMap volume that is optional) replaces the embedded one when it
 appears, is re-read when it changes, is refused whole when it is invalid,
 and gives way to the embedded one again when it is removed, all without a
-restart.
+restart: for a --nodes file, and for a fleet listed and watched from the API
+server (the double of apiserver_double.py: no kube-apiserver runs where these
+tests do), whose nodes' facts are derived again with the new matrix.
 
     python3 compat_db_reload_test.py --binary build/dev/cudagate --source .
 """
@@ -22,6 +24,7 @@ import tempfile
 import unittest
 
 import harness
+import kube_watch_test as kw
 import server_test as st
 
 # An H100 node on a driver of branch 640, which the embedded matrix does not
@@ -42,10 +45,28 @@ H100_640 = {
 }
 
 
+# A V100 whose labels claim a driver of R590: Volta's last branch is R580,
+# so the labels cannot all be true.
+V100_590 = {
+    "apiVersion": "v1",
+    "kind": "Node",
+    "metadata": {
+        "name": "gpu-v100-590",
+        "labels": {
+            "kubernetes.io/hostname": "gpu-v100-590",
+            "cudagate.io/driver-version": "590.48.01",
+            "nvidia.com/gpu.product": "Tesla-V100-SXM2-16GB",
+        },
+    },
+    "status": {"allocatable": {"nvidia.com/gpu": "8"}},
+}
+
+
 def pod(cuda):
     return {"containers": [{"name": "train", "image": "registry.example.com/ml/train:v1",
                             "env": [{"name": "CUDA_VERSION", "value": cuda}],
-                            "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}
+                            "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
+            "nodeSelector": {"kubernetes.io/hostname": "gpu-h100-640"}}
 
 
 class MatrixTest(unittest.TestCase):
@@ -56,7 +77,7 @@ class MatrixTest(unittest.TestCase):
         st.make_certs(self.certs)
         nodes = os.path.join(self.tmp, "nodes.json")
         with open(nodes, "w") as f:
-            json.dump(st.node_list(H100_640), f)
+            json.dump(st.node_list(H100_640, V100_590), f)
         config = os.path.join(self.tmp, "policy.yaml")
         with open(config, "w") as f:
             f.write("apiVersion: cudagate.io/v1alpha1\nkind: Policy\nmode: enforce\n"
@@ -107,6 +128,9 @@ class MatrixTest(unittest.TestCase):
             log = f.read()
         self.assertIn("driver branch 640", log)
         self.assertIn("update cudagate or give --compat-db", log)
+        self.assertEqual(self.metric("cudagate_inventory_inconsistent_nodes"), 1)
+        self.assertIn("driver 590.48.01 is newer than R580, the last driver branch for volta GPUs",
+                      log)
 
         # The floor: what R620's CUDA 13.5 runs passes, more is unknown and admitted.
         self.assertTrue(self.answer("13.5")["allowed"])
@@ -153,6 +177,59 @@ class MatrixTest(unittest.TestCase):
                              text=True, check=True, timeout=60)
         return json.loads(out.stdout)["compatDb"]["revision"]
 
+
+
+def matrix_knowing_640(as_of):
+    """The embedded matrix with branch 640 (CUDA 13.6) and the date `as_of`."""
+    out = subprocess.run([harness.BINARY, "db", "show", "-o", "json"], capture_output=True,
+                         text=True, check=True, timeout=60)
+    matrix = json.loads(out.stdout)
+    matrix["asOf"] = as_of
+    matrix["driverBranches"].append({"branch": 640, "cuda": "13.6", "source": "test"})
+    return matrix
+
+
+class OverrideWebhook(kw.Webhook):
+    def __init__(self, override, *args):
+        super().__init__(*args)
+        self.override = override
+
+    def command(self):
+        return super().command() + ["--compat-db-override", self.override]
+
+
+class LiveFleetTest(kw.KubeTestCase):
+    def test_the_watched_fleet_is_judged_again_with_a_new_matrix(self):
+        self.api.put(H100_640)
+        override = os.path.join(self.dir, "compat-db.json")
+        user, _ = self.token_user()
+        webhook = OverrideWebhook(override, self.dir, self.certs,
+                                  kw.kubeconfig(self.dir, self.api.url, user))
+        self.webhooks.append(webhook)
+        webhook.start()
+        self.assertEqual(webhook.metric("cudagate_compat_db_unknown_nodes", kind="driver_branch",
+                                        value="640"), 1)
+        self.assertEqual(webhook.verdict(pod("13.6")), "unknown")
+
+        tmp = override + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(matrix_knowing_640("2027-01-15"), f)
+        os.replace(tmp, override)
+        webhook.wait_verdict(pod("13.6"), "pass", "the node judged with the new matrix")
+        self.assertEqual(webhook.verdict(pod("13.7")), "fail")
+        self.assertEqual(webhook.metric("cudagate_compat_db_unknown_nodes", kind="driver_branch",
+                                        value="640"), 0)
+        self.assertEqual(webhook.metric("cudagate_compat_db_info", as_of="2027-01-15"), 1)
+
+        # The watch goes on with the new matrix: a node moved to branch 641,
+        # which it does not know either, is a floor again.
+        moved = json.loads(json.dumps(H100_640))
+        moved["metadata"]["labels"]["cudagate.io/driver-version"] = "641.20.01"
+        kw.poll_until(self.watches, kw.TIMEOUT, "a watch request")
+        self.api.put(moved)
+        webhook.wait_verdict(pod("13.7"), "unknown", "the relabelled node to be a floor again")
+        self.assertEqual(webhook.metric("cudagate_compat_db_unknown_nodes", kind="driver_branch",
+                                        value="641"), 1)
 
 if __name__ == "__main__":
     sys.exit(harness.main(__name__))

@@ -1,7 +1,9 @@
 // Feeds arbitrary text to the NVIDIA_REQUIRE_* parser and evaluates it
 // against a fully known node and an unknown one: a node whose facts are all
 // known must get a yes or a no, and a failure must name a condition or the
-// invalid term evaluation reached.
+// invalid term evaluation reached. A node whose CUDA is only a floor (a
+// driver branch newer than the matrix knows) may answer yes or no only where
+// every CUDA at or above the floor answers the same.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -61,5 +63,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   DeviceFacts partial;
   partial.driver = *DriverVersion::parse("570.86");
   check_result(set, partial, false);
+
+  DeviceFacts floor = known;
+  floor.max_cuda_floor = true;
+  const Tristate at_floor = evaluate_requirements(set, floor).satisfied;
+  if (at_floor != Tristate::unknown) {
+    for (const CudaVersion above :
+         {CudaVersion(12, 2), CudaVersion(12, 9), CudaVersion(13, 5), CudaVersion(99, 9)}) {
+      DeviceFacts concrete = known;
+      concrete.max_cuda = above;
+      if (evaluate_requirements(set, concrete).satisfied != at_floor) __builtin_trap();
+    }
+  }
   return 0;
 }
