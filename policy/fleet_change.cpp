@@ -133,7 +133,10 @@ void set_driver(Node& node, const DriverVersion& driver, const CompatDb& db) {
         "nvidia.com/cuda.runtime.minor"}) {
     drop_label(node.labels, key);
   }
-  if (!cuda) return;
+  // For a branch newer than the matrix knows, what the driver will report
+  // is unknown: without runtime labels the node's facts carry the matrix's
+  // floor, as a node of that driver without GFD would.
+  if (!cuda || db.branch_beyond_known(driver)) return;
   if (runtime) {
     put(node.labels, "nvidia.com/cuda.runtime-version.full", major + "." + minor);
     put(node.labels, "nvidia.com/cuda.runtime-version.major", major);

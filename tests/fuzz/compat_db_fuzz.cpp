@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <string>
 #include <string_view>
 
 #include "compat-db/compat_db.h"
@@ -45,6 +46,25 @@ void exercise(const cudagate::CompatDb& db) {
     check(db.cuda_image(image.cuda_version) == &image);
   for (const cudagate::NgcRelease& release : db.ngc_releases)
     check(db.ngc_release(release.release) == &release);
+  for (const cudagate::LastDriverBranch& entry : db.last_driver_branches) {
+    for (const cudagate::ComputeCapability& cc : entry.capabilities) {
+      check(db.last_driver_branch(cc) == &entry);
+    }
+  }
+  for (const cudagate::TorchBuild& build : db.torch_builds) {
+    // Ranges of one variant do not overlap, so a build's first release finds it.
+    check(db.torch_build(build.torch_since, build.cuda) == &build);
+  }
+  // Nothing the matrix names is newer than the matrix.
+  for (const cudagate::Product& product : db.products) {
+    check(!db.capability_beyond_known(product.cc));
+  }
+  for (const cudagate::DriverBranch& branch : db.driver_branches) {
+    const auto driver = cudagate::DriverVersion::parse(std::to_string(branch.branch) + ".1");
+    check(driver.has_value() && !db.branch_beyond_known(*driver));
+  }
+  (void)cudagate::newest_entries(db);
+  (void)db.describe();
   (void)db.product_by_gfd("NVIDIA-A100-80GB-PCIe-MIG-1g.10gb-SHARED");
   (void)db.product_by_gfd("-MIG-");
 }

@@ -62,6 +62,21 @@ TEST(FleetChange, SetDriverRewritesEveryGfdLabelAndTheMaxCuda) {
   EXPECT_EQ(f.cc->str(), "7.5");
 }
 
+// A rollout to a branch newer than the matrix knows: what the driver will
+// report is unknown, so the plan leaves GFD's runtime labels out and the
+// node's facts carry the matrix's floor, as they would after the rollout.
+TEST(FleetChange, ADriverOfAnUnknownBranchLeavesAFloor) {
+  Node n = gfd_node("t4-1", "t4");
+  set_driver(n, driver("640.10.01"), db());
+  EXPECT_EQ(*n.label("nvidia.com/cuda.driver-version.full"), "640.10.01");
+  EXPECT_EQ(n.label("nvidia.com/cuda.runtime-version.full"), nullptr);
+  EXPECT_EQ(n.label("nvidia.com/cuda.runtime.major"), nullptr);
+  const GpuFacts f = derive_gpu_facts(n, db());
+  ASSERT_TRUE(f.max_cuda);
+  EXPECT_TRUE(f.max_cuda_floor);
+  EXPECT_EQ(max_cuda_text(f), "at least 13.5 (inferred)");
+}
+
 TEST(FleetChange, EachSchemeAsTheNodeCarriesIt) {
   // Only the deprecated GFD labels: they are rewritten and none added.
   Node old;
