@@ -1,0 +1,12 @@
+# Sourced by the cluster scripts: Go's module and build caches in fixed
+# folders under build/cluster, so that a second build only links, and the
+# machine's own Go (a Debian golang-go installed for the benchmarks must not
+# shadow it).
+repo=${repo:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+export GOMODCACHE="$repo/build/cluster/gomod"
+export GOCACHE="$repo/build/cluster/gocache"
+export GOFLAGS=-mod=mod
+export GOTOOLCHAIN=local
+if [ -x /usr/local/go/bin/go ]; then
+  export PATH="/usr/local/go/bin:$PATH"
+fi
