@@ -6,7 +6,8 @@
 #
 #   scripts/cluster.sh up     start what is not running, wait until each part is
 #                             ready, write build/cluster/kubeconfig (admin)
-#   scripts/cluster.sh down   stop each part by its PID; nothing is left running
+#   scripts/cluster.sh down   stop each part by its PID, nothing left running, and
+#                             drop etcd's data: the next `up` starts an empty cluster
 #   scripts/cluster.sh env    print `export KUBECONFIG=...` for a shell
 #
 # The API server authenticates client certificates and ServiceAccount
@@ -177,6 +178,10 @@ EOF
     --controllers '*,-node-lifecycle-controller,-node-ipam-controller,-taint-eviction-controller'
   wait_for kube-scheduler 60 curl -skf "https://127.0.0.1:$scheduler_port/healthz"
   wait_for kube-controller-manager 60 curl -skf "https://127.0.0.1:$controller_port/healthz"
+  # Pods can be created once the controllers have given the default
+  # namespace its ServiceAccount.
+  wait_for kube-controller-manager 60 \
+    "$bin/kubectl" --kubeconfig "$kubeconfig" -n default get serviceaccount default
   echo "cluster: up; KUBECONFIG=$kubeconfig"
 }
 
@@ -196,6 +201,7 @@ down() {
     fi
     rm -f "$pid_file"
   done
+  rm -rf "$run/etcd" "$run/audit.log"
   echo "cluster: down"
 }
 
