@@ -1142,6 +1142,11 @@ const Product* CompatDb::product_by_gfd(std::string_view label_value) const {
   return best;
 }
 
+const Product* CompatDb::product_by_label(std::string_view value) const {
+  const Product* product = product_by_gfd(value);
+  return product != nullptr ? product : product_by_name(value);
+}
+
 const Product* CompatDb::product_by_cloud_label(std::string_view label,
                                                 std::string_view value) const {
   for (const CloudAccelerator& accelerator : cloud_accelerators) {

@@ -231,8 +231,7 @@ std::vector<std::pair<std::string, std::string>> matrix_gaps(const GpuFacts& fac
   if (facts.driver && db.branch_beyond_known(*facts.driver)) {
     gaps.emplace_back("driver_branch", std::to_string(facts.driver->branch()));
   }
-  if (!facts.product.empty() && db.product_by_gfd(facts.product) == nullptr &&
-      db.product_by_name(facts.product) == nullptr) {
+  if (!facts.product.empty() && db.product_by_label(facts.product) == nullptr) {
     gaps.emplace_back("product", facts.product);
   }
   if (facts.cc && db.capability_beyond_known(*facts.cc)) {
@@ -367,8 +366,7 @@ GpuFacts derive_gpu_facts(const Node& node, const CompatDb& db) {
     for (const char* key : {"nvidia.com/gpu.product", "cudagate.io/gpu-product"}) {
       const std::string* value = labels.get(key);
       if (value == nullptr) continue;
-      product = db.product_by_gfd(*value);
-      if (product == nullptr) product = db.product_by_name(*value);
+      product = db.product_by_label(*value);
       if (product != nullptr) {
         product_source = NodeFactSource::product;
         break;

@@ -63,8 +63,7 @@ class Check {
   // The node's compute capability is unknown: when its product label names
   // a GPU the matrix has no entry for, that is a gap in the matrix.
   void cc_unknown(std::string_view rule, const std::string& prefix) {
-    if (!node_.product.empty() && db_.product_by_gfd(node_.product) == nullptr &&
-        db_.product_by_name(node_.product) == nullptr) {
+    if (!node_.product.empty() && db_.product_by_label(node_.product) == nullptr) {
       unknown(rule,
               prefix + "the node's GPU " + node_.product + " is a product " + db_.describe() +
                   " does not know, and no label gives its compute capability",
@@ -97,10 +96,10 @@ class Check {
     return out;
   }
 
-  // "needs CUDA 13.6; driver 640.10 is of branch 640, which <matrix> does
-  // not know: it supports at least CUDA 13.5 (inferred)".
-  std::string beyond_known_branch(CudaVersion needed) const {
-    return "needs CUDA " + needed.str() + "; driver " + node_.driver->str() + " is of branch " +
+  // "driver 640.10 is of branch 640, which <matrix> does not know: it
+  // supports at least CUDA 13.5 (inferred)", for a node whose max_cuda is a floor.
+  std::string floor_text() const {
+    return "driver " + node_.driver->str() + " is of branch " +
            std::to_string(node_.driver->branch()) + ", which " + db_.describe() +
            " does not know: it supports at least CUDA " + node_.max_cuda->str() + " (inferred)";
   }
@@ -172,7 +171,7 @@ class Check {
     if (node_.max_cuda_floor) {
       // The driver's branch is newer than the matrix knows: it supports at
       // least max_cuda, and how much more is a gap in our knowledge.
-      unknown(kRuleCudaDriver, beyond_known_branch(cuda), kFixMatrix);
+      unknown(kRuleCudaDriver, "needs CUDA " + cuda.str() + "; " + floor_text(), kFixMatrix);
       return;
     }
     // Without the toolkit's check what remains is the CUDA runtime's own,
@@ -329,8 +328,7 @@ class Check {
     const CudaVersion cuda = *md_.cuda.value;
     if (policy_.minor_version_compatibility && cuda.major() == node_.max_cuda->major()) return;
     if (node_.product.empty()) return;
-    const Product* product = db_.product_by_gfd(node_.product);
-    if (product == nullptr) product = db_.product_by_name(node_.product);
+    const Product* product = db_.product_by_label(node_.product);
     if (product == nullptr || product->datacenter) return;
     fail(kRuleCudaDriver,
          needs_cuda(cuda) + ", and forward compatibility (cuda-compat) does not run on " +
@@ -349,12 +347,7 @@ class Check {
     }
     const std::string what = "cannot check " + md_.require.name + ": ";
     if (uses[static_cast<int>(RequireKey::cuda)] && node_.max_cuda_floor) {
-      unknown(kRuleCudaDriver,
-              what + "driver " + node_.driver->str() + " is of branch " +
-                  std::to_string(node_.driver->branch()) + ", which " + db_.describe() +
-                  " does not know: it supports at least CUDA " + node_.max_cuda->str() +
-                  " (inferred)",
-              kFixMatrix);
+      unknown(kRuleCudaDriver, what + floor_text(), kFixMatrix);
     } else if ((uses[static_cast<int>(RequireKey::cuda)] && !node_.max_cuda) ||
                (uses[static_cast<int>(RequireKey::driver)] && !node_.driver)) {
       unknown(kRuleCudaDriver, what + "the node's driver version is unknown", kFixDriverUnknown);

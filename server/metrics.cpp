@@ -347,7 +347,7 @@ WebhookMetrics::WebhookMetrics(std::string_view version, std::string_view compat
           "Inventory nodes whose facts cannot all be true, such as a driver newer than the last "
           "branch of the GPU's architecture; their decisions are unknown.")),
       version_(version),
-      matrix_(std::string(compat_db_revision), std::string()) {
+      build_revision_(compat_db_revision) {
   build_info_.set({version, compat_db_revision}, 1);
   inconsistent_nodes_.touch({});
   gap_admissions_.touch({"cuda-driver"});
@@ -458,20 +458,16 @@ void WebhookMetrics::connection_rejected() {
 
 void WebhookMetrics::compat_db(std::string_view revision, std::string_view as_of) {
   const std::lock_guard lock(matrix_mutex_);
-  const std::pair<std::string, std::string> now(revision, as_of);
-  if (now == matrix_) {
-    compat_db_info_.set({revision, as_of}, 1);
-    return;
-  }
-  if (matrix_.first != now.first) {
-    build_info_.set({version_, matrix_.first}, 0);
-    build_info_.set({version_, revision}, 1);
-  }
-  if (!matrix_.second.empty() || matrix_.first != now.first) {
-    compat_db_info_.set({matrix_.first, matrix_.second}, 0);
+  if (matrix_ && (matrix_->first != revision || matrix_->second != as_of)) {
+    compat_db_info_.set({matrix_->first, matrix_->second}, 0);
   }
   compat_db_info_.set({revision, as_of}, 1);
-  matrix_ = now;
+  matrix_.emplace(revision, as_of);
+  if (build_revision_ != revision) {
+    build_info_.set({version_, build_revision_}, 0);
+    build_info_.set({version_, revision}, 1);
+    build_revision_ = revision;
+  }
 }
 
 void WebhookMetrics::matrix_gaps(

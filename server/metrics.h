@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -196,7 +197,8 @@ class WebhookMetrics : public RegistryObserver {
 
   std::mutex matrix_mutex_;  // guards what follows
   std::string version_;
-  std::pair<std::string, std::string> matrix_;  // revision, date in use
+  std::string build_revision_;                                 // the revision build_info shows
+  std::optional<std::pair<std::string, std::string>> matrix_;  // revision, date in use
   std::map<std::pair<std::string, std::string>, std::size_t> gaps_;
 };
 
