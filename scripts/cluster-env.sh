@@ -7,6 +7,10 @@ export GOMODCACHE="$repo/build/cluster/gomod"
 export GOCACHE="$repo/build/cluster/gocache"
 export GOFLAGS=-mod=mod
 export GOTOOLCHAIN=local
-if [ -x /usr/local/go/bin/go ]; then
+# scripts/install-deps.sh --cluster puts a toolchain under build/cluster/go
+# where the machine has no Go 1.26.
+if [ -x "$repo/build/cluster/go/bin/go" ]; then
+  export PATH="$repo/build/cluster/go/bin:$PATH"
+elif [ -x /usr/local/go/bin/go ]; then
   export PATH="/usr/local/go/bin:$PATH"
 fi

@@ -9,6 +9,16 @@
 #   scripts/cluster.sh down   stop each part by its PID, nothing left running, and
 #                             drop etcd's data: the next `up` starts an empty cluster
 #   scripts/cluster.sh env    print `export KUBECONFIG=...` for a shell
+#   scripts/cluster.sh serviceaccount-kubeconfig NAMESPACE NAME [DURATION]
+#                             print a kubeconfig that authenticates as that
+#                             ServiceAccount with a token the API server issues
+#                             (kubectl create token; DURATION default 24h)
+#
+# CLUSTER_DIR (default build/cluster) holds the run's state (run/: PIDs, logs,
+# certificates, etcd's data, the audit log) and the admin kubeconfig;
+# CLUSTER_ETCD_PORT (23790, and the next for peers) and CLUSTER_APISERVER_PORT
+# (26443, and the next two for the scheduler and the controller manager) place
+# it, so that several clusters can run side by side.
 #
 # The API server authenticates client certificates and ServiceAccount
 # tokens, authorizes with RBAC, calls admission webhooks, serves
@@ -18,9 +28,10 @@
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bin="$repo/build/cluster/bin"
-run="$repo/build/cluster/run"
+state=${CLUSTER_DIR:-$repo/build/cluster}
+run="$state/run"
 pki="$run/pki"
-kubeconfig="$repo/build/cluster/kubeconfig"
+kubeconfig="$state/kubeconfig"
 etcd_client_port=${CLUSTER_ETCD_PORT:-23790}
 etcd_peer_port=$((etcd_client_port + 1))
 apiserver_port=${CLUSTER_APISERVER_PORT:-26443}
@@ -89,10 +100,11 @@ extendedKeyUsage=serverAuth"
     openssl genrsa -out "$pki/service-account.key" 2048 2>/dev/null
 }
 
-# A kubeconfig for `user`'s client certificate.
-write_kubeconfig() {
-  local path=$1 user=$2
-  cat >"$path" <<EOF
+# A kubeconfig on stdout for `user`, whose credentials are the YAML lines
+# `credentials` (indented under `user:`).
+kubeconfig_of() {
+  local user=$1 credentials=$2
+  cat <<EOF
 apiVersion: v1
 kind: Config
 clusters:
@@ -103,8 +115,7 @@ clusters:
 users:
 - name: $user
   user:
-    client-certificate: $pki/$user.crt
-    client-key: $pki/$user.key
+$credentials
 contexts:
 - name: cudagate-cluster
   context:
@@ -112,6 +123,13 @@ contexts:
     user: $user
 current-context: cudagate-cluster
 EOF
+}
+
+# A kubeconfig for `user`'s client certificate.
+write_kubeconfig() {
+  local path=$1 user=$2
+  kubeconfig_of "$user" "    client-certificate: $pki/$user.crt
+    client-key: $pki/$user.key" >"$path"
 }
 
 ready() {
@@ -205,12 +223,24 @@ down() {
   echo "cluster: down"
 }
 
+# A kubeconfig for a ServiceAccount's bound token, as a pod of that
+# ServiceAccount would present it.
+serviceaccount_kubeconfig() {
+  local namespace=${1:?namespace} name=${2:?name} duration=${3:-24h} token
+  token=$("$bin/kubectl" --kubeconfig "$kubeconfig" -n "$namespace" create token "$name" \
+    --duration "$duration")
+  kubeconfig_of "$namespace-$name" "    token: $token"
+}
 case "${1:-}" in
   up) up ;;
+  serviceaccount-kubeconfig)
+    shift
+    serviceaccount_kubeconfig "$@"
+    ;;
   down) down ;;
   env) echo "export KUBECONFIG=$kubeconfig" ;;
   *)
-    echo "usage: scripts/cluster.sh up | down | env" >&2
+    echo "usage: scripts/cluster.sh up | down | env | serviceaccount-kubeconfig NAMESPACE NAME [DURATION]" >&2
     exit 2
     ;;
 esac

@@ -4,7 +4,16 @@
 #
 #   scripts/install-deps.sh           build and test
 #   scripts/install-deps.sh --bench   also what the load comparison needs
-#                                     (bench/compare.sh: wrk, nginx, Go for peer-go)
+#                                     (bench/compare.sh: wrk, nginx, and Go for
+#                                     peer-go: Debian's golang-go only where the
+#                                     machine has no Go, so that it never shadows
+#                                     a newer one)
+#   scripts/install-deps.sh --cluster also a Go of at least 1.26 for the Kubernetes
+#                                     components the cluster tests build
+#                                     (scripts/cluster-build.sh): the machine's
+#                                     /usr/local/go where it is new enough, else
+#                                     the toolchain from the Go module proxy
+#                                     (golang.org/toolchain) under build/cluster/go
 #   scripts/install-deps.sh --torch   also Debian's python3-torch, for the test that
 #                                     compares cudagate's TORCH_CUDA_ARCH_LIST parse
 #                                     with PyTorch's own (ArchListAgainstPyTorch); it
@@ -34,12 +43,20 @@ packages=(
 )
 # Node.js and npm: a machine may have them from elsewhere; else Debian's.
 command -v npm >/dev/null || packages+=(nodejs npm)
+cluster=0
 for arg in "$@"; do
   case "$arg" in
-    --bench) packages+=(golang-go wrk nginx-light util-linux) ;;
+    --bench)
+      packages+=(wrk nginx-light util-linux)
+      [ -x /usr/local/go/bin/go ] || command -v go >/dev/null || packages+=(golang-go)
+      ;;
     --torch) packages+=(python3-torch) ;;
+    --cluster)
+      cluster=1
+      packages+=(unzip)
+      ;;
     *)
-      echo "install-deps.sh: unknown option $arg (expected --bench or --torch)" >&2
+      echo "install-deps.sh: unknown option $arg (expected --bench, --cluster or --torch)" >&2
       exit 2
       ;;
   esac
@@ -97,4 +114,24 @@ if [ ! -x "$debian_kubectl" ]; then
   rm -rf "$tools/debian"
   dpkg-deb -x "$download"/kubernetes-client_*.deb "$tools/debian"
   rm -rf "$download"
+fi
+
+# Go for the cluster components: the release's go.mod asks for Go 1.26.
+if [ "$cluster" = 1 ]; then
+  # shellcheck source=scripts/cluster-env.sh
+  source "$repo/scripts/cluster-env.sh"
+  go_minor=$(go env GOVERSION 2>/dev/null | sed -n 's/^go1\.\([0-9]*\).*/\1/p')
+  if [ "${go_minor:-0}" -lt 26 ]; then
+    toolchain=v0.0.1-go1.26.8.linux-amd64
+    echo "installing: Go $toolchain from the module proxy into build/cluster/go" >&2
+    download=$(mktemp -d)
+    curl -fsSL -o "$download/go.zip" \
+      "${GOPROXY_URL:-https://proxy.golang.org}/golang.org/toolchain/@v/$toolchain.zip"
+    (cd "$download" && unzip -q go.zip)
+    rm -rf "$repo/build/cluster/go"
+    mkdir -p "$repo/build/cluster"
+    mv "$download/golang.org/toolchain@$toolchain" "$repo/build/cluster/go"
+    chmod +x "$repo/build/cluster/go/bin/"* "$repo/build/cluster/go/pkg/tool/"*/* 2>/dev/null || true
+    rm -rf "$download"
+  fi
 fi

@@ -150,8 +150,8 @@ def without_empty_annotations(obj):
 
 class Rendered:
     """Every folder of manifests/ rendered by both kubectls, once per run.
-    The self-signed overlay's generated files are written into a copy of
-    manifests/ by certs/dev-certs.sh, as a user would."""
+    The self-signed and local overlays' generated files are written into a
+    copy of manifests/ by certs/dev-certs.sh, as a user would."""
 
     work = None
     certs = None
@@ -173,6 +173,10 @@ class Rendered:
         if made.returncode != 0:
             raise AssertionError(f"dev-certs.sh --overlay failed: {made.stderr}")
         cls.ca_bundle = made.stdout.strip().splitlines()[-1]
+        made = run(["bash", os.path.join(SOURCE, "certs", "dev-certs.sh"), "--out", cls.certs,
+                    "--overlay", os.path.join(manifests, "overlays", "local")])
+        if made.returncode != 0:
+            raise AssertionError(f"dev-certs.sh --overlay (local) failed: {made.stderr}")
         cls.folders = {"base": os.path.join(manifests, "base")}
         for path in sorted(glob.glob(os.path.join(manifests, "overlays", "*"))):
             cls.folders[os.path.basename(path)] = path
@@ -184,8 +188,15 @@ class Rendered:
                 cls.objects[name] = [o for o in yaml.safe_load_all(out.stdout) if o]
 
     @classmethod
+    def in_cluster(cls):
+        """The folders that run cudagate in the cluster: all but `local`,
+        whose cudagate is a process on the machine."""
+        return {n: o for n, o in cls.objects.items()
+                if any(x.get("kind") == "Deployment" for x in o)}
+
+    @classmethod
     def overlays(cls):
-        return {n: o for n, o in cls.objects.items() if n != "base"}
+        return {n: o for n, o in cls.in_cluster().items() if n != "base"}
 
     @classmethod
     def cleanup(cls):
@@ -225,8 +236,27 @@ class RenderTest(ManifestTest):
     def test_the_overlays_the_readme_names_exist(self):
         self.assertEqual(
             sorted(Rendered.folders),
-            sorted(["base", "cert-manager", "self-signed", "prometheus", "policy-patch",
-                    "write-reports"]))
+            sorted(["base", "cert-manager", "local", "self-signed", "prometheus",
+                    "policy-patch", "write-reports"]))
+
+    def test_local_points_every_webhook_at_loopback_with_the_ca(self):
+        objects = Rendered.objects["local"]
+        kinds = sorted({o["kind"] for o in objects})
+        self.assertNotIn("Deployment", kinds)
+        self.assertNotIn("Service", kinds)
+        self.assertIn("ServiceAccount", kinds)
+        self.assertIn("ClusterRoleBinding", kinds)
+        for kind, endpoint in (("MutatingWebhookConfiguration", "mutate"),
+                               ("ValidatingWebhookConfiguration", "validate")):
+            base = one(Rendered.objects["base"], kind)["webhooks"]
+            webhooks = one(objects, kind)["webhooks"]
+            self.assertEqual([w["name"] for w in webhooks], [w["name"] for w in base])
+            for webhook, original in zip(webhooks, base):
+                mode = original["clientConfig"]["service"]["path"].rsplit("/", 1)[-1]
+                suffix = "" if mode == endpoint else f"/{mode}"
+                self.assertEqual(webhook["clientConfig"],
+                                 {"url": f"https://127.0.0.1:8443/{endpoint}{suffix}",
+                                  "caBundle": Rendered.ca_bundle})
 
     def test_every_folder_renders_alike_with_old_and_current_kustomize(self):
         for name in Rendered.folders:
@@ -773,7 +803,7 @@ class BinaryTest(ManifestTest):
     def test_flags_are_ones_serve_accepts(self):
         known = serve_flags()
         self.assertIn("tls-cert", known)
-        for overlay in Rendered.objects:
+        for overlay in Rendered.in_cluster():
             for flag, value in self.args(overlay).items():
                 with self.subTest(overlay=overlay, flag=flag):
                     self.assertIn(flag, known, f"cudagate serve has no --{flag}")
@@ -781,7 +811,7 @@ class BinaryTest(ManifestTest):
                                      f"--{flag} {'takes' if known[flag] else 'takes no'} value")
 
     def test_port_paths_and_mounted_files(self):
-        for overlay, objects in Rendered.objects.items():
+        for overlay, objects in Rendered.in_cluster().items():
             with self.subTest(overlay=overlay):
                 args = self.args(overlay)
                 container = self.container(overlay)
@@ -1077,7 +1107,7 @@ class RbacTest(ManifestTest):
         self.assertIn("inventory", whens)
         self.assertEqual({c["group"] for c in calls if c["when"] == "write-reports"},
                          set(REPORT_API_GROUPS.values()))
-        for overlay, objects in Rendered.objects.items():
+        for overlay, objects in Rendered.in_cluster().items():
             with self.subTest(overlay=overlay):
                 enabled = self.enabled(overlay)
                 self.assertLessEqual(enabled, whens)
@@ -1175,7 +1205,7 @@ class ContainerfileTest(ManifestTest):
         with open(os.path.join(SOURCE, ".dockerignore")) as f:
             self.assertEqual(f.read().split(), ignored)
         for secret in ("certs/dev/", "certs/cluster/", "manifests/overlays/self-signed/generated/",
-                       "build/"):
+                       "manifests/overlays/local/generated/", "build/"):
             self.assertIn(secret, ignored)
 
     def test_the_runtime_root_filesystem_runs_the_binary(self):
