@@ -39,11 +39,8 @@ class AdmissionTest(kc.ClusterTestCase):
     @classmethod
     def tearDownClass(cls):
         status = cls.gate.stop()
-        try:
-            if status != 0:
-                raise AssertionError(f"cudagate exited with {status}:\n{cls.gate.log_tail()}")
-        finally:
-            super().tearDownClass()
+        if status != 0:
+            raise AssertionError(f"cudagate exited with {status}:\n{cls.gate.log_tail()}")
 
     def create(self, pod):
         return self.cluster.kubectl("create", "-f", "-", stdin=pod, check=False)

@@ -553,23 +553,26 @@ class ClusterTestCase(unittest.TestCase):
         cls.binary = harness.BINARY
         cls.tmp = tempfile.mkdtemp(prefix="cudagate-cluster-")
         cls.cluster = Cluster(os.path.join(cls.tmp, "cluster"))
-        try:
-            cls.cluster.up()
-        except BaseException:
-            cls.cluster.down()
-            raise
+        # Class cleanups run even when a setUpClass fails after this line,
+        # so no control plane outlives its test.
+        cls.addClassCleanup(cls._remove_cluster)
+        cls.cluster.up()
 
     @classmethod
-    def tearDownClass(cls):
+    def _remove_cluster(cls):
         cls.cluster.down()
         if os.environ.get("CUDAGATE_KEEP_CLUSTER_DIR") is None:
             shutil.rmtree(cls.tmp, ignore_errors=True)
 
     @classmethod
     def cudagate(cls, name="cudagate", **kw):
+        """A Cudagate in a folder of its own, stopped (if running) before the
+        control plane goes down."""
         directory = os.path.join(cls.tmp, name)
         os.makedirs(directory, exist_ok=True)
-        return Cudagate(cls.cluster, cls.binary, directory, **kw)
+        gate = Cudagate(cls.cluster, cls.binary, directory, **kw)
+        cls.addClassCleanup(gate.stop)
+        return gate
 
 
 def b64(path):
