@@ -1,7 +1,13 @@
 """A test double of the Kubernetes API server's Node collection.
 
-There is no kube-apiserver on the machines these tests run on, so this
-module speaks the part of its protocol that `cudagate serve --in-cluster` /
+The real API server, scheduler and controllers are tested against in
+tests/cluster/ (list and watch, relists after 410, RBAC, admission, DRA,
+reports). This double stays for what a real server cannot be made to do on
+demand, at a chosen moment and repeatably: answer 429 with Retry-After, drop
+a watch stream in the middle of a chunk, expire a continue token between two
+pages of a list, serve pages smaller than asked, refuse one collection with
+403 while serving the others, and count exactly the calls a command makes.
+It speaks the part of the protocol that `cudagate serve --in-cluster` /
 `--kubeconfig` uses, over real TLS, as the API server does:
 
 - GET /api/v1/nodes?limit=N[&continue=T]: a NodeList page in name order,
