@@ -16,6 +16,7 @@ import copy
 import http.client
 import json
 import os
+import random
 import re
 import shutil
 import socket
@@ -68,24 +69,27 @@ def wait_until(condition, what, timeout=TIMEOUT):
 
 
 def free_port_block(count):
-    """A loopback port p such that p .. p+count-1 are free now."""
-    for _ in range(200):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        if base + count > 65535:
-            continue
-        ok = True
-        for port in range(base, base + count):
-            with socket.socket() as s:
-                try:
+    """A loopback port p such that p .. p+count-1 are free now, taken below
+    the kernel's ephemeral range (net.ipv4.ip_local_port_range, 32768 and up
+    by default), so that no outgoing connection takes one of them between
+    this check and the component's bind."""
+    low, high = 20000, 32000
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range", encoding="utf-8") as f:
+            high = min(high, int(f.read().split()[0]) - 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    rng = random.Random()
+    for _ in range(500):
+        base = rng.randrange(low, high - count)
+        try:
+            for port in range(base, base + count):
+                with socket.socket() as s:
                     s.bind(("127.0.0.1", port))
-                except OSError:
-                    ok = False
-                    break
-        if ok:
-            return base
-    raise AssertionError(f"no block of {count} free loopback ports")
+        except OSError:
+            continue
+        return base
+    raise AssertionError(f"no block of {count} free loopback ports in {low}..{high}")
 
 
 class Fatal(AssertionError):

@@ -53,7 +53,10 @@ def main(module_name):
     else:
         suite = loader.loadTestsFromModule(module)
     result = unittest.TextTestRunner(verbosity=2).run(suite)
-    failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
+    # A test with several failed subtests is one failed test.
+    failed = len({getattr(test, "test_case", test).id()
+                  for test, _ in result.failures + result.errors}
+                 | {test.id() for test in result.unexpectedSuccesses})
     passed = result.testsRun - failed - len(result.skipped)
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
