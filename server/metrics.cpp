@@ -301,11 +301,14 @@ WebhookMetrics::WebhookMetrics(std::string_view version, std::string_view compat
                                  "Files re-read after a change, by file and result.",
                                  {"file", "result"})),
       relists_(registry_.counter("cudagate_inventory_relists_total",
-                                 "Node lists from the API server begun again after the first, "
-                                 "by reason (expired: 410 Gone).",
+                                 "Lists of a watched collection (Nodes; with DRA, ResourceSlices, "
+                                 "ResourceClaims and ResourceClaimTemplates) begun again after "
+                                 "the first, by reason (expired: 410 Gone).",
                                  {"reason"})),
       watch_restarts_(registry_.counter("cudagate_inventory_watch_restarts_total",
-                                        "Node watches on the API server begun again, by reason.",
+                                        "Watches of a watched collection (Nodes; with DRA, "
+                                        "ResourceSlices, ResourceClaims and "
+                                        "ResourceClaimTemplates) begun again, by reason.",
                                         {"reason"})),
       audit_workloads_(registry_.gauge(
           "cudagate_audit_workloads",
