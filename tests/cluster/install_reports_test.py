@@ -2,7 +2,7 @@
 """Every overlay of manifests/ installed into a real API server, and the
 background audit's reports written into it.
 
-- Install: each overlay README's "Installing in a cluster" names is prepared
+- Install: each overlay that docs/install.md's table names is prepared
   as its kustomization.yaml's header says (certs/dev-certs.sh --overlay for
   self-signed and local, in a copy of manifests/), rendered by kubectl
   kustomize and applied with `kubectl apply --server-side`, after the real
@@ -167,10 +167,10 @@ class InstallTest(kc.ClusterTestCase):
             cls.rendered[overlay] = cls.cluster.kubectl(
                 "kustomize", os.path.join(tree, "overlays", overlay)).stdout
 
-    def test_the_overlays_are_those_the_readme_names(self):
-        with open(os.path.join(kc.SOURCE, "README.md"), encoding="utf-8") as f:
-            readme = f.read()
-        table = readme.split("| overlay | what it adds |", 1)[1].split("\n\n", 1)[0]
+    def test_the_overlays_are_those_the_install_doc_names(self):
+        with open(os.path.join(kc.SOURCE, "docs", "install.md"), encoding="utf-8") as f:
+            install = f.read()
+        table = install.split("| overlay | what it adds |", 1)[1].split("\n\n", 1)[0]
         named = re.findall(r"^\| `([\w-]+)` \|", table, re.M)
         self.assertEqual(sorted(named), sorted(OVERLAYS))
         self.assertEqual(sorted(n for n in self.rendered if n != "base"), sorted(OVERLAYS))
