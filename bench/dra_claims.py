@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """What watching ResourceClaimTemplates costs, against what getting them
 when first needed would: the measurement behind `cudagate serve`'s choice
-to list and watch them (README, Dynamic Resource Allocation).
+to list and watch them (docs/dra.md, Dynamic Resource Allocation in a live
+cluster).
 
 (a) Memory: resident memory of `cudagate serve --kubeconfig` once ready,
     with N ResourceClaimTemplates in the cluster and with none; the

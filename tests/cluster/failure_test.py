@@ -14,7 +14,7 @@ them once it is back.
 
 RotationTest: a thread creates GPU pods one after the other while the server
 certificate is re-issued under the same CA (certs/dev-certs.sh --renew), and
-while the CA is replaced as README ("Certificate rotation") says (the new CA
+while the CA is replaced as docs/install.md ("Certificate rotation") says (the new CA
 trusted beside the old, the new certificate served, the old CA dropped). No
 create may fail; cudagate must serve the new certificate; a certificate of
 the dropped CA is then refused.
@@ -478,7 +478,7 @@ class RotationTest(kc.ClusterTestCase):
         return hashlib.sha256(served_certificate(self.gate.port)).hexdigest()
 
     def apply_webhooks(self, certs, also_trust=None):
-        """README's `dev-certs.sh --out CERTS --overlay ... [--also-trust CA]`
+        """docs/install.md's `dev-certs.sh --out CERTS --overlay ... [--also-trust CA]`
         and `kubectl apply`, for the local overlay and this test's port; the
         webhook configurations only (the rest does not carry the CA)."""
         overlay = os.path.join(self.gate.directory, "manifests", "overlays", "local")
@@ -529,7 +529,7 @@ class RotationTest(kc.ClusterTestCase):
             self.assertNotEqual(new, old)
             kc.wait_until(lambda: self.served_fingerprint() == new,
                           "cudagate to serve the renewed certificate")
-            # README: the files are polled (server/file_watch.h, every second,
+            # docs/install.md: the files are re-read (server/file_watch.h: polled every second,
             # read once they stay unchanged for one more poll).
             print(f"\n  renewed certificate served after {time.monotonic() - renewed:.1f}s",
                   file=sys.stderr)
@@ -566,7 +566,7 @@ class RotationTest(kc.ClusterTestCase):
         admissions = self.gate.metric("cudagate_admission_requests_total")
         with CreateStream(self.cluster, "stream", "ca", stream_pod) as stream:
             stream.more(5, "before the CA rotation")
-            # README "Certificate rotation", step by step. A new CA and its
+            # docs/install.md "Certificate rotation", step by step. A new CA and its
             # server certificate, not served yet.
             dev_certs("--out", following)
             self.assertNotEqual(read(new_ca), read(old_ca))
@@ -611,7 +611,7 @@ class RotationTest(kc.ClusterTestCase):
         self.assertIn('failed calling webhook "enforce.mutate.cudagate.io"', refused.stderr)
         self.assertIn("x509: certificate signed by unknown authority", refused.stderr)
 
-        # README's last step: the new CA's folder becomes the one in use.
+        # docs/install.md's last step: the new CA's folder becomes the one in use.
         for name in ("ca.key", "ca.crt"):
             replace_file(os.path.join(following, name), os.path.join(certs, name))
         serve_pair(following, certs)

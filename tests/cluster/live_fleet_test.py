@@ -303,7 +303,7 @@ class LiveFleetTest(kc.ClusterTestCase):
         kc.wait_until(lambda: "API server: retrying in" in self.log_since(offset),
                       "cudagate to notice the API server is gone")
         synced = self.gate.metric("cudagate_inventory_last_sync_timestamp_seconds")
-        # README: /readyz waits for the first whole list, and a lost
+        # docs/operations.md: /readyz waits for the first whole list, and a lost
         # connection takes nothing away from it; decisions keep the fleet
         # last listed and watched, and nothing new is published (the
         # inventory's age, last_sync, grows: what the alert on a 15-minute
@@ -420,7 +420,7 @@ class LiveFleetTest(kc.ClusterTestCase):
         self.assertIn("too old resource version", event["object"]["message"])
 
         # Meanwhile cudagate is ready and decides on the fleet it last knew
-        # (README: readiness is the first whole list; nothing says a lost
+        # (docs/operations.md: readiness is the first whole list; nothing says a lost
         # watch takes it away), through the real admission too.
         self.assertTrue(self.gate.ready())
         self.assertEqual(verdicts(), old_fleet)

@@ -74,7 +74,7 @@ class CliTestCase(unittest.TestCase):
 
 
 class CheckSpecExamples(CliTestCase):
-    """The three commands SPEC section 1 says must work."""
+    """The three commands docs/contract.md §1 says must work."""
 
     def test_ngc_pytorch_on_t4_driver_535_passes_through_forward_compatibility(self):
         # nvcr.io/nvidia/pytorch:24.01-py3 is built on CUDA 12.3.2 and needs
@@ -175,7 +175,7 @@ class CheckSpecExamples(CliTestCase):
 
 
 class CheckDecisionRecord(CliTestCase):
-    """--output json prints the decision record of SPEC 7.1."""
+    """--output json prints the decision record of docs/contract.md §7.1."""
 
     def test_fixed_fields(self):
         decision = self.check_json("--cuda", "12.4", "--arch-list", "8.0;9.0",

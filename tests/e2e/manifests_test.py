@@ -233,7 +233,7 @@ class ManifestTest(unittest.TestCase):
 
 
 class RenderTest(ManifestTest):
-    def test_the_overlays_the_readme_names_exist(self):
+    def test_the_overlays_the_install_doc_names_exist(self):
         self.assertEqual(
             sorted(Rendered.folders),
             sorted(["base", "cert-manager", "local", "self-signed", "prometheus",
@@ -400,7 +400,7 @@ class RenderTest(ManifestTest):
 
 class RotationTest(ManifestTest):
     def test_ca_rotation_trusts_both_cas_in_turn(self):
-        """README's recipe: a new CA is trusted beside the old before any
+        """docs/install.md's recipe: a new CA is trusted beside the old before any
         server certificate it signs is served, and dropped after."""
         work = tempfile.mkdtemp(dir=Rendered.work)
         overlay = os.path.join(work, "manifests", "overlays", "self-signed")
