@@ -1,6 +1,6 @@
 #pragma once
 // Enforcement: what the webhook does with a decision. A pure function of the
-// mode, the endpoint, the verdict and the policy (SPEC 5):
+// mode, the endpoint, the verdict and the policy (docs/contract.md §5):
 //
 //   verdict        enforce                                   warn     dryrun
 //   pass, skip     allow                                     allow    allow

@@ -20,7 +20,7 @@ using nlohmann::json;
 
 constexpr std::string_view kRequired = "requiredDuringSchedulingIgnoredDuringExecution";
 
-// GPU Feature Discovery and cudagate label keys (SPEC 2.3).
+// GPU Feature Discovery and cudagate label keys (docs/contract.md §2.3).
 constexpr std::string_view kGfdDriverFull = "nvidia.com/cuda.driver-version.full";
 constexpr std::string_view kGfdDriverVersionParts[] = {"nvidia.com/cuda.driver-version.major",
                                                        "nvidia.com/cuda.driver-version.minor",

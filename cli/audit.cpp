@@ -1,7 +1,7 @@
 // `cudagate audit`: every workload of a set of manifests judged against a
-// node inventory and printed as one report (SPEC 7.2): a table,
-// decision records, PolicyReport or OpenReports objects, an HTML page or
-// JUnit XML.
+// node inventory and printed as one report (docs/contract.md §7.2): a
+// table, decision records, PolicyReport or OpenReports objects, an HTML
+// page or JUnit XML.
 //
 // The steps run in the order the data flows: read every input (a broken
 // document is recorded and the rest still read), gather the facts about the

@@ -1,7 +1,7 @@
 // `cudagate check`: explain one image (or the workloads of a manifest)
 // against one node described by flags or against an inventory, for a person
-// at a terminal (SPEC 1). The answer is the decision record of SPEC 7.1,
-// printed as text or as JSON.
+// at a terminal (docs/contract.md §1). The answer is the decision record of
+// docs/contract.md §7.1, printed as text or as JSON.
 
 #include <spdlog/spdlog.h>
 
@@ -299,7 +299,7 @@ void run_check(const CheckOptions& options) {
   for (ClaimSpec& claim : claim_list) claims.add(std::move(claim));
 
   // Image configs from the registry, gathered before the decisions, with
-  // the server's client and budget (SPEC 6).
+  // the server's client and budget (docs/contract.md §6).
   std::vector<const Workload*> judged;
   judged.reserve(workloads.size());
   for (const auto& w : workloads) judged.push_back(&w.first);

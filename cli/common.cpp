@@ -32,7 +32,7 @@ std::string one_line(std::string text) {
 }  // namespace
 
 void add_common_options(CLI::App& command, CommonOptions& options) {
-  command.add_option("--config", options.config, "Policy file (YAML or JSON, SPEC section 4)")
+  command.add_option("--config", options.config, "Policy file (YAML or JSON, docs/contract.md §4)")
       ->type_name("FILE");
   command
       .add_option("--nodes", options.nodes,

@@ -34,7 +34,8 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitFindings = 1;  // a policy failure was found
 inline constexpr int kExitUsage = 2;     // bad usage or unreadable input
 
-// The flags every subcommand accepts (SPEC 1). Empty strings mean "not given".
+// The flags every subcommand accepts (docs/contract.md §1). Empty strings
+// mean "not given".
 struct CommonOptions {
   std::string config;     // --config FILE: the policy; defaults when absent
   std::string nodes;      // --nodes FILE: the node inventory

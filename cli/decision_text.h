@@ -1,7 +1,7 @@
 #pragma once
-// A decision (SPEC 7.1) as text: the verdict line, per GPU container the
-// values used and their sources, per group of nodes the outcome, the
-// findings and their fixes, and notes on what is unknown.
+// A decision (docs/contract.md §7.1) as text: the verdict line, per GPU
+// container the values used and their sources, per group of nodes the
+// outcome, the findings and their fixes, and notes on what is unknown.
 
 #include <ostream>
 

@@ -1,6 +1,7 @@
-// cudagate: one binary, one subcommand per job (SPEC 1). main() only wires
-// the subcommands and maps the outcome to the exit status: 0 success, 1 a
-// policy failure was found, 2 bad usage or unreadable input.
+// cudagate: one binary, one subcommand per job (docs/contract.md §1).
+// main() only wires the subcommands and maps the outcome to the exit
+// status: 0 success, 1 a policy failure was found, 2 bad usage or
+// unreadable input.
 
 #include <CLI/CLI.hpp>
 #include <exception>

@@ -160,7 +160,8 @@ void run_serve(const ServeOptions& options) {
 
 void add_serve_command(CLI::App& app) {
   auto options = std::make_shared<ServeOptions>();
-  CLI::App* command = app.add_subcommand("serve", "Run the HTTPS admission webhook (SPEC 5)");
+  CLI::App* command =
+      app.add_subcommand("serve", "Run the HTTPS admission webhook (docs/contract.md §5)");
   cli::add_common_options(*command, options->common);
   command->add_option("--listen", options->listen, "Address to listen on: ADDR:PORT or [IPv6]:PORT")
       ->type_name("ADDR:PORT")

@@ -1,7 +1,8 @@
 #pragma once
-// The decision record (SPEC 7.1): the verdict over a workload's candidate
-// nodes, the metadata used with its sources, and per group of nodes with
-// equal GPU facts the outcome and the findings, each with a fix.
+// The decision record (docs/contract.md §7.1): the verdict over a
+// workload's candidate nodes, the metadata used with its sources, and per
+// group of nodes with equal GPU facts the outcome and the findings, each
+// with a fix.
 
 #include <array>
 #include <cstddef>

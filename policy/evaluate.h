@@ -31,9 +31,9 @@ struct EvaluationInputs {
   const ClaimCatalog* claims = nullptr;
 };
 
-// The GPU containers of `workload` (SPEC 2.1), init containers included:
-// those that request a GPU resource, and those that use a claim of a GPU
-// device class (`claims` may be null: none known).
+// The GPU containers of `workload` (docs/contract.md §2.1), init containers
+// included: those that request a GPU resource, and those that use a claim
+// of a GPU device class (`claims` may be null: none known).
 [[nodiscard]] std::vector<const ContainerSpec*> gpu_containers(
     const Workload& workload, const Policy& policy, const ClaimCatalog* claims = nullptr);
 
@@ -44,8 +44,8 @@ struct EvaluationInputs {
   return {decision.device_requests, decision.device_container};
 }
 
-// Evaluates SPEC 2 in full. Errors are values a person wrote that do not
-// parse (an annotation "12.x", an unknown arch name in the pod's env).
+// Evaluates docs/contract.md §2 in full. Errors are values a person wrote that
+// do not parse (an annotation "12.x", an unknown arch name in the pod's env).
 // The decision's node names (GroupDecision::nodes) are views of the
 // inventory's strings, which the Decision holds (Decision::node_name_storage).
 Expected<Decision> evaluate(const Workload& workload, const Inventory& inventory,

@@ -49,7 +49,7 @@ struct FleetChanges {
 };
 
 // The labels of `node` rewritten for driver `driver`, in every scheme
-// cudagate reads (SPEC 2.3) that the node carries: GFD's
+// cudagate reads (docs/contract.md §2.3) that the node carries: GFD's
 // cuda.driver-version.{full,major,minor,revision}, the deprecated
 // cuda.driver.{major,minor,rev}, cudagate.io/driver-version; and the
 // maximum CUDA the node reports (cuda.runtime-version.{full,major,minor},

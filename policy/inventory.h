@@ -4,8 +4,8 @@
 //
 // Nodes with equal GPU facts form a group; a decision checks each group once
 // and counts the candidate members of each with a bitset intersection.
-// Candidate nodes (SPEC 2.4) come from label, field, taint and resource
-// indexes combined as bitsets.
+// Candidate nodes (docs/contract.md §2.4) come from label, field, taint and
+// resource indexes combined as bitsets.
 //
 // An Inventory is immutable after build() and safe to read from many
 // threads; the server swaps whole inventories (shared_ptr) to update it,

@@ -1,7 +1,7 @@
 #pragma once
-// Image metadata per GPU container (SPEC 2.2): the CUDA runtime version, the
-// NVIDIA_REQUIRE_* requirements and the compiled architectures, each with the
-// source it came from.
+// Image metadata per GPU container (docs/contract.md §2.2): the CUDA runtime
+// version, the NVIDIA_REQUIRE_* requirements and the compiled architectures,
+// each with the source it came from.
 //
 // The environment is what the runtime will see: a literal env[].value in the
 // pod spec, else the image's variable. The image's variables and labels come

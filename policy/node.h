@@ -1,8 +1,8 @@
 #pragma once
 // Kubernetes nodes as cudagate sees them, and the GPU facts derived from
-// their labels (SPEC 2.3): GPU Feature Discovery labels first, then
-// cudagate.io/* labels, then cloud accelerator labels, then the product name
-// through compat-db.
+// their labels (docs/contract.md §2.3): GPU Feature Discovery labels first,
+// then cudagate.io/* labels, then cloud accelerator labels, then the product
+// name through compat-db.
 
 #include <cstdint>
 #include <nlohmann/json.hpp>

@@ -1,7 +1,7 @@
 #pragma once
-// The policy file (SPEC 4): apiVersion cudagate.io/v1alpha1, kind Policy.
-// Every field has its default when absent; unknown fields and bad values are
-// errors naming the file, the line and the field:
+// The policy file (docs/contract.md §4): apiVersion cudagate.io/v1alpha1,
+// kind Policy. Every field has its default when absent; unknown fields and
+// bad values are errors naming the file, the line and the field:
 //   policy.yaml:7: unknownImage: expected one of allow, warn, deny, got "maybe"
 //
 // apiVersion and kind are optional, so that an empty file is the default

@@ -1,7 +1,8 @@
 #pragma once
-// Compatibility of one container with one group of nodes (SPEC 2.5):
-// cuda-driver, gpu-arch and gpu-feature, each failing with a finding that
-// says what is needed, what the node has, and the fix.
+// Compatibility of one container with one group of nodes
+// (docs/contract.md §2.5): cuda-driver, gpu-arch and gpu-feature, each
+// failing with a finding that says what is needed, what the node has, and
+// the fix.
 
 #include <string_view>
 #include <vector>

@@ -1,6 +1,7 @@
 #pragma once
-// Image configs from OCI registries (SPEC 6), for every command that needs
-// them: asynchronous on the caller's io_context, cached, coalesced, bounded.
+// Image configs from OCI registries (docs/contract.md §6), for every command
+// that needs them: asynchronous on the caller's io_context, cached,
+// coalesced, bounded.
 //
 //   cached(image, platform)       what memory holds, at once: the config, or
 //                                 that the image has none to give (a lookup

@@ -73,9 +73,9 @@ struct ResultCounts {
 // "Deployment ml/trainer", "Pod trainer" without a namespace.
 [[nodiscard]] std::string workload_title(const ResourceRef& resource);
 
-// The decision records of SPEC 7.1 as a JSON array, one per judged
-// workload; one that could not be judged is its resource with verdict
-// "error" and the message in "error".
+// The decision records of docs/contract.md §7.1 as a JSON array, one per
+// judged workload; one that could not be judged is its resource with
+// verdict "error" and the message in "error".
 [[nodiscard]] nlohmann::json decision_records(const Audit& audit);
 // One of them.
 [[nodiscard]] nlohmann::json decision_record(const AuditedWorkload& workload);

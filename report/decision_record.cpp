@@ -1,5 +1,6 @@
-// The decision record of SPEC 7.1, as JSON: what `cudagate check --output
-// json` prints and what every report format is rendered from.
+// The decision record of docs/contract.md §7.1, as JSON: what `cudagate
+// check --output json` prints and what every report format is rendered
+// from.
 #include "report/decision_record.h"
 
 #include <string>

@@ -1,6 +1,7 @@
 #pragma once
-// Decisions rendered as records (SPEC 7.1): the stable, versioned shape that
-// tools and people read, built from a policy::Decision and nothing else.
+// Decisions rendered as records (docs/contract.md §7.1): the stable,
+// versioned shape that tools and people read, built from a policy::Decision
+// and nothing else.
 
 #include <nlohmann/json.hpp>
 

@@ -24,8 +24,8 @@ namespace cudagate {
 [[nodiscard]] std::string plan_summary(const RolloutPlan& plan);
 
 // {"apiVersion": "cudagate.io/v1alpha1", "kind": "RolloutPlan", "summary",
-// "workloads" (change, before and after as SPEC 7.1 decision records),
-// "nodeGroups", "order"}.
+// "workloads" (change, before and after as docs/contract.md §7.1 decision
+// records), "nodeGroups", "order"}.
 [[nodiscard]] nlohmann::json plan_json(const RolloutPlan& plan);
 
 [[nodiscard]] std::string plan_junit(const RolloutPlan& plan, std::int64_t timestamp_seconds);

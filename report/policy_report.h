@@ -5,13 +5,13 @@
 // openreports.io/v1alpha1 Report and ClusterReport, same fields.
 //
 // One report per namespace, named "cudagate", holding for each workload one
-// result per rule of SPEC 2.5 (cuda-driver, gpu-arch, gpu-feature), policy
-// "cudagate": pass when no candidate node fails the rule, fail when the
-// workload fails and the rule is why, warn when the workload runs on some
-// candidates only or a value is unknown, skip for workloads that are not
-// checked, error for those that could not be judged. Workloads without a
-// namespace (manifests that leave it to kubectl) go into the cluster-scoped
-// report. The summary counts the results.
+// result per rule of docs/contract.md §2.5 (cuda-driver, gpu-arch,
+// gpu-feature), policy "cudagate": pass when no candidate node fails the
+// rule, fail when the workload fails and the rule is why, warn when the
+// workload runs on some candidates only or a value is unknown, skip for
+// workloads that are not checked, error for those that could not be judged.
+// Workloads without a namespace (manifests that leave it to kubectl) go
+// into the cluster-scoped report. The summary counts the results.
 
 #include <cstddef>
 #include <cstdint>

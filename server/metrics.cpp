@@ -1,5 +1,6 @@
 // The Prometheus registry's lock-free sample updates and its text exposition, and the
-// webhook's own metric families (SPEC 8) with their names, labels and buckets.
+// webhook's own metric families (docs/contract.md §8) with their names, labels and
+// buckets.
 #include "server/metrics.h"
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 #pragma once
 // A small Prometheus registry and its text exposition (format 0.0.4), and the
-// webhook's metrics (SPEC 8) built on it.
+// webhook's metrics (docs/contract.md §8) built on it.
 //
 // Families are created once at startup; their samples are updated from any
 // thread without a lock: an update finds its sample through an immutable
@@ -112,7 +112,8 @@ class MetricsRegistry {
 // The Content-Type of render()'s output.
 inline constexpr std::string_view kMetricsContentType = "text/plain; version=0.0.4; charset=utf-8";
 
-// The webhook's metrics. Names and labels are part of the contract (SPEC 8).
+// The webhook's metrics. Names and labels are part of the contract
+// (docs/contract.md §8).
 class WebhookMetrics : public RegistryObserver {
  public:
   WebhookMetrics(std::string_view version, std::string_view compat_db_revision);

@@ -1,6 +1,7 @@
 #pragma once
 // The latest decision per workload that the webhook judged, for GET /reports
-// (SPEC 7.2): bounded, the least recently judged workload dropped first.
+// (docs/contract.md §7.2): bounded, the least recently judged workload
+// dropped first.
 //
 // A workload is its kind, namespace and name; a Pod admitted without a name
 // (a controller's, named by generateName) is not kept: its controller's

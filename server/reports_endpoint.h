@@ -1,6 +1,7 @@
 #pragma once
-// GET /reports (SPEC 7.2): the latest decision per workload the webhook
-// judged (ServerState::reports()), in the formats of `cudagate audit`:
+// GET /reports (docs/contract.md §7.2): the latest decision per workload
+// the webhook judged (ServerState::reports()), in the formats of
+// `cudagate audit`:
 //
 //   format=json          (default) an array of decision records, application/json
 //   format=policyreport  YAML PolicyReports, one per namespace, application/yaml

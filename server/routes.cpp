@@ -187,7 +187,7 @@ HttpResponse record(AdmissionOutcome&& outcome, std::string_view endpoint_name,
     return value.empty() ? fallback : std::string_view(value);
   };
   // A request that was not judged (not a pod-creating change, or not a
-  // review at all) is a skip, as SPEC 2.6 names it.
+  // review at all) is a skip, as docs/contract.md §2.6 names it.
   const std::string_view verdict = or_else(outcome.verdict, "skip");
   const std::string_view decision = or_else(outcome.decision, "error");
   const std::string_view effective_mode = or_else(outcome.mode, "none");

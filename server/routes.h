@@ -1,5 +1,6 @@
 #pragma once
-// The webhook's HTTP endpoints (SPEC 5): what each method and path gets.
+// The webhook's HTTP endpoints (docs/contract.md §5): what each method and
+// path gets.
 //
 //   POST /validate, POST /mutate   handle_admission() with the URL's `mode`
 //                                  parameter, or the mode as a last path
@@ -41,8 +42,9 @@ namespace cudagate {
 // The same, with image configs from `registry` (may be null: none): an
 // admission whose GPU images are cached is answered at once; one that
 // misses waits for their lookups up to the policy's registry.timeout, then
-// is judged with what came, the rest unknown (SPEC 6). `respond` is called
-// once; `request`, `state`, `metrics` and `registry` must stay valid until then.
+// is judged with what came, the rest unknown (docs/contract.md §6). `respond` is
+// called once; `request`, `state`, `metrics` and `registry` must stay valid
+// until then.
 void route(const HttpRequest& request, const ServerState& state, WebhookMetrics& metrics,
            RegistryClient* registry, Responder respond);
 

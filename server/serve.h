@@ -1,8 +1,9 @@
 #pragma once
-// The HTTPS admission webhook as a whole (SPEC 5): loads the compatibility
-// matrix, the policy, the node inventory and the TLS certificate, serves
-// until SIGTERM or SIGINT, reloads the files when they change, and drains
-// in-flight requests within the shutdown grace before it returns.
+// The HTTPS admission webhook as a whole (docs/contract.md §5): loads the
+// compatibility matrix, the policy, the node inventory and the TLS
+// certificate, serves until SIGTERM or SIGINT, reloads the files when they
+// change, and drains in-flight requests within the shutdown grace before it
+// returns.
 //
 // The command line (cli/serve.cpp) turns flags into ServeSettings; serve()
 // does the rest. It sets the logger's flush scheduler while it runs, so the

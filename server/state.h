@@ -9,9 +9,9 @@
 // snapshot is freed when its last request finishes. Updates build the new
 // pieces first, off the lock, and publish them with one pointer swap.
 //
-// ServerState also carries readiness (SPEC 5: ready once the certificate is
-// loaded and the inventory synced, and not from the moment shutdown begins).
-// Every member is safe to call from any thread.
+// ServerState also carries readiness (docs/contract.md §5: ready once the
+// certificate is loaded and the inventory synced, and not from the moment
+// shutdown begins). Every member is safe to call from any thread.
 
 #include <atomic>
 #include <memory>

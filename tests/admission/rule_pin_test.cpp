@@ -180,9 +180,9 @@ TEST(RulePinTerms, WhatCannotBeARange) {
   }
 }
 
-// The contract of SPEC 5's mutation: today the patched pod's candidates are
-// exactly the compatible ones; after a rollout, the same pin selects exactly
-// the nodes that can run it then.
+// The contract of the mutation (docs/contract.md §5): today the patched pod's
+// candidates are exactly the compatible ones; after a rollout, the same pin
+// selects exactly the nodes that can run it then.
 TEST(RulePin, PinnedPodJudgedAgainAfterARollout) {
   const Inventory before = inventory_of(today());
   const json pod = pod_with({{"CUDA_VERSION", "12.4.1"}, {"TORCH_CUDA_ARCH_LIST", "7.5;8.0;9.0"}});

@@ -4,8 +4,8 @@
 // reference; whenever they are given the same bytes they must give the same
 // answer, byte for byte, on /validate and on /mutate (patches included).
 // A review in which nothing names an nvidia.com resource or a claim asks
-// for no GPU (SPEC 2.1) and must be admitted untouched, whatever else it
-// holds.
+// for no GPU (docs/contract.md §2.1) and must be admitted untouched,
+// whatever else it holds.
 //
 // The mutator is structure-aware: a body that is JSON (the seeds are
 // AdmissionReviews from the fixtures) is mutated as a document, a value at

@@ -1,5 +1,5 @@
-// The cuda-driver, gpu-arch and gpu-feature rules: outcomes, the SPEC's example messages and
-// fixes, and how unknown facts are reported.
+// The cuda-driver, gpu-arch and gpu-feature rules: outcomes, the example messages and fixes of
+// docs/contract.md §7.1, and how unknown facts are reported.
 #include "policy/rules.h"
 
 #include <gmock/gmock.h>

@@ -1,5 +1,5 @@
-// The decision record's JSON: the SPEC example's fields, unknown values as null, and a reason
-// only when one is given.
+// The decision record's JSON: the fields of docs/contract.md §7.1's example, unknown values as
+// null, and a reason only when one is given.
 #include "report/decision_record.h"
 
 #include <gtest/gtest.h>
@@ -14,7 +14,7 @@ namespace {
 
 using nlohmann::json;
 
-// The decision of SPEC 7.1's example.
+// The decision of the example in docs/contract.md §7.1.
 Decision spec_example() {
   Decision d;
   d.resource = ResourceRef{"v1", "Pod", "ml", "trainer-0"};
