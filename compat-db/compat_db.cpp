@@ -51,6 +51,28 @@ bool istarts_with(std::string_view text, std::string_view prefix) {
   return text.size() >= prefix.size() && iequals(text.substr(0, prefix.size()), prefix);
 }
 
+// The label value GPU Feature Discovery writes for an NVML product name
+// (NVIDIA k8s-device-plugin, internal/lm/resource.go, sanitise): characters
+// outside [A-Za-z0-9-_. ] dropped, the words that remain joined by '-'.
+// "NVIDIA H100 80GB HBM3", as NVIDIA's DRA driver publishes it, is
+// "NVIDIA-H100-80GB-HBM3".
+std::string gfd_label_value(std::string_view nvml_name) {
+  std::string out;
+  bool gap = false;
+  for (const char c : nvml_name) {
+    const bool kept = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                      c == '-' || c == '_' || c == '.';
+    if (kept) {
+      if (gap && !out.empty()) out += '-';
+      out += c;
+      gap = false;
+    } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f') {
+      gap = true;
+    }
+  }
+  return out;
+}
+
 template <std::size_t N>
 bool one_of(std::string_view value, const std::array<std::string_view, N>& allowed) {
   return std::find(allowed.begin(), allowed.end(), value) != allowed.end();
@@ -1143,8 +1165,10 @@ const Product* CompatDb::product_by_gfd(std::string_view label_value) const {
 }
 
 const Product* CompatDb::product_by_label(std::string_view value) const {
-  const Product* product = product_by_gfd(value);
-  return product != nullptr ? product : product_by_name(value);
+  if (const Product* product = product_by_gfd(value)) return product;
+  if (const Product* product = product_by_name(value)) return product;
+  const std::string as_gfd = gfd_label_value(value);
+  return as_gfd == value ? nullptr : product_by_gfd(as_gfd);
 }
 
 const Product* CompatDb::product_by_cloud_label(std::string_view label,

@@ -225,9 +225,10 @@ struct CompatDb {
   // ignored), or nullptr.
   [[nodiscard]] const Product* product_by_name(std::string_view name) const;
   [[nodiscard]] const Product* product_by_gfd(std::string_view label_value) const;
-  // A product label's value (nvidia.com/gpu.product, cudagate.io/gpu-product):
-  // as a GFD value, else as a name or alias; nullptr when the matrix has no
-  // such product.
+  // A product label's value (nvidia.com/gpu.product, cudagate.io/gpu-product)
+  // or an NVML product name (the productName NVIDIA's DRA driver publishes):
+  // as a GFD value, else as a name or alias, else as the value GFD would
+  // label that NVML name with; nullptr when the matrix has no such product.
   [[nodiscard]] const Product* product_by_label(std::string_view value) const;
   // The product a cloud accelerator label names, or nullptr.
   [[nodiscard]] const Product* product_by_cloud_label(std::string_view label,

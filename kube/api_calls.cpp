@@ -2,6 +2,7 @@
 #include "kube/api_calls.h"
 
 #include <nlohmann/json.hpp>
+#include <utility>
 
 namespace cudagate::kube {
 
@@ -34,9 +35,12 @@ std::string api_calls_json() {
   std::string out = "[";
   bool first = true;
   for (const ApiCall& call : kApiCalls) {
+    nlohmann::ordered_json rbac = nlohmann::ordered_json::array({call.verb});
+    if (!call.also.empty()) rbac.push_back(call.also);
     const nlohmann::ordered_json row = {{"verb", call.verb},
                                         {"group", call.group},
                                         {"resource", call.resource},
+                                        {"rbac", std::move(rbac)},
                                         {"when", call.when}};
     out += first ? "\n  " : ",\n  ";
     out += row.dump();

@@ -7,7 +7,8 @@
 // cannot drift from what the binary does. `cudagate api-calls` prints it
 // as JSON, the list a ClusterRole must grant: verb and resource as RBAC
 // names them ("patch" for a server-side apply), group "" for the core
-// API, and `when` the feature that makes the call:
+// API, `rbac` every verb the call needs granted, and `when` the feature
+// that makes the call:
 //
 //   inventory         serve --in-cluster / --kubeconfig: the node inventory
 //   background-audit  serve --audit-interval: what already runs
@@ -38,6 +39,11 @@ struct ApiCall {
   std::string_view kind;      // of the objects (list items carry no kind)
   bool namespaced = false;
   std::string_view when;
+  // A verb RBAC checks besides `verb`, or "": a server-side apply (patch)
+  // of an object that does not exist yet creates it, and the API server
+  // authorizes that as "create" too (k8s.io/apiserver
+  // pkg/endpoints/handlers/patch.go, createAuthorizerAttributes).
+  std::string_view also = {};
 
   // "/api/v1" or "/apis/GROUP/VERSION".
   [[nodiscard]] std::string group_version_path() const;
@@ -110,11 +116,12 @@ inline constexpr std::array<ApiCall, static_cast<std::size_t>(ApiCallId::count_)
     {"list", "batch", "v1", "jobs", "Job", true, "background-audit"},
     {"list", "batch", "v1", "cronjobs", "CronJob", true, "background-audit"},
     {"list", "wgpolicyk8s.io", "v1alpha2", "policyreports", "PolicyReport", true, "write-reports"},
-    {"patch", "wgpolicyk8s.io", "v1alpha2", "policyreports", "PolicyReport", true, "write-reports"},
+    {"patch", "wgpolicyk8s.io", "v1alpha2", "policyreports", "PolicyReport", true, "write-reports",
+     "create"},
     {"delete", "wgpolicyk8s.io", "v1alpha2", "policyreports", "PolicyReport", true,
      "write-reports"},
     {"list", "openreports.io", "v1alpha1", "reports", "Report", true, "write-reports"},
-    {"patch", "openreports.io", "v1alpha1", "reports", "Report", true, "write-reports"},
+    {"patch", "openreports.io", "v1alpha1", "reports", "Report", true, "write-reports", "create"},
     {"delete", "openreports.io", "v1alpha1", "reports", "Report", true, "write-reports"},
     {"list", "", "v1", "nodes", "Node", false, "audit-cluster"},
     {"list", "", "v1", "pods", "Pod", true, "audit-cluster"},
@@ -159,7 +166,8 @@ inline constexpr std::array<ApiCallId, 7> kBackgroundAuditLists{
     ApiCallId::background_list_cronjobs};
 
 // The table as `cudagate api-calls` prints it: a JSON array of
-// {"verb", "group", "resource", "when"}, in table order, one row a line.
+// {"verb", "group", "resource", "rbac", "when"}, in table order, one row
+// a line; "rbac" is [verb] or [verb, also].
 [[nodiscard]] std::string api_calls_json();
 
 }  // namespace cudagate::kube

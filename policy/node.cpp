@@ -254,8 +254,7 @@ GpuFacts device_gpu_facts(const DeviceKind& kind, const CompatDb& db) {
   const Product* product = nullptr;
   if (const DeviceAttribute* a = nvidia_attribute(kind, "productName")) {
     f.product = a->value;
-    product = db.product_by_name(a->value);
-    if (product == nullptr) product = db.product_by_gfd(a->value);
+    product = db.product_by_label(a->value);
   }
   if (const DeviceAttribute* a = nvidia_attribute(kind, "cudaComputeCapability")) {
     f.cc = cc_from_semver(a->value);

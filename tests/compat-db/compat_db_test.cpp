@@ -283,6 +283,27 @@ TEST(CompatDbLookup, ProductByGfdLabel) {
   for (const ProductRow& row : rows) expect_product(embedded().product_by_gfd(row.query), row);
 }
 
+// NVIDIA's DRA driver publishes NVML's product name (productName), which GPU
+// Feature Discovery labels with its words joined by '-' and characters
+// outside [A-Za-z0-9-_. ] dropped (NVIDIA k8s-device-plugin
+// internal/lm/resource.go, sanitise): the same GPU is found either way.
+TEST(CompatDbLookup, ProductByLabelTakesNvmlNames) {
+  const std::vector<ProductRow> rows = {
+      {"NVIDIA H100 80GB HBM3", "H100", "9.0"},
+      {"NVIDIA A100-SXM4-80GB", "A100", "8.0"},
+      {"NVIDIA L4", "L4", "8.9"},
+      {"Tesla T4", "T4", "7.5"},
+      {"  NVIDIA   H100 80GB HBM3 ", "H100", "9.0"},
+      {"NVIDIA RTX 4000 Ada Generation", "RTX 4000 Ada", "8.9"},
+      {"NVIDIA-H100-80GB-HBM3", "H100", "9.0"},
+      {"NVIDIA Graphics Device", nullptr, ""},
+      {"NVIDIA GeForce GTX 1080", nullptr, ""},
+      {"(H100)", nullptr, ""},
+      {"", nullptr, ""},
+  };
+  for (const ProductRow& row : rows) expect_product(embedded().product_by_label(row.query), row);
+}
+
 TEST(CompatDbLookup, ProductByCloudLabel) {
   const std::string gke = "cloud.google.com/gke-accelerator";
   const std::vector<std::pair<std::string, ProductRow>> rows = {

@@ -1061,7 +1061,7 @@ class RbacTest(ManifestTest):
         calls = json.loads(out.stdout)
         self.assertIsInstance(calls, list)
         for c in calls:
-            self.assertEqual(set(c) >= {"verb", "group", "resource", "when"}, True, c)
+            self.assertEqual(set(c) >= {"verb", "group", "resource", "rbac", "when"}, True, c)
         return calls
 
     def enabled(self, overlay):
@@ -1114,7 +1114,7 @@ class RbacTest(ManifestTest):
                 # --write-reports writes the kind --report-api names, only.
                 report_group = REPORT_API_GROUPS[self.args(overlay).get("report-api",
                                                                          "policyreport")]
-                wanted = {(c["group"], c["resource"], c["verb"]) for c in calls
+                wanted = {(c["group"], c["resource"], v) for c in calls for v in c["rbac"]
                           if c["when"] in enabled and
                           (c["when"] != "write-reports" or c["group"] == report_group)}
                 self.assertEqual(self.granted(objects), wanted)

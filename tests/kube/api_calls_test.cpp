@@ -41,30 +41,53 @@ TEST(ApiCall, PathsFollowTheGroupVersionAndScope) {
   }
 }
 
-TEST(ApiCall, JsonHasOneObjectPerRowWithTheFourFields) {
+TEST(ApiCall, JsonHasOneObjectPerRowWithTheFiveFields) {
   const auto doc = nlohmann::json::parse(api_calls_json());
   ASSERT_TRUE(doc.is_array());
   ASSERT_EQ(doc.size(), kApiCalls.size());
   std::set<std::tuple<std::string, std::string, std::string, std::string>> seen;
   for (std::size_t i = 0; i < doc.size(); ++i) {
     const auto& row = doc[i];
-    ASSERT_EQ(row.size(), 4U);
+    ASSERT_EQ(row.size(), 5U);
     EXPECT_EQ(row.at("verb"), std::string(kApiCalls[i].verb));
     EXPECT_EQ(row.at("group"), std::string(kApiCalls[i].group));
     EXPECT_EQ(row.at("resource"), std::string(kApiCalls[i].resource));
+    EXPECT_EQ(row.at("rbac").at(0), row.at("verb"));
+    EXPECT_EQ(row.at("rbac").size(), kApiCalls[i].also.empty() ? 1U : 2U);
     EXPECT_EQ(row.at("when"), std::string(kApiCalls[i].when));
     EXPECT_TRUE(seen.emplace(row["verb"], row["group"], row["resource"], row["when"]).second)
         << "duplicate row " << row.dump();
   }
   // Keys in the order a reader expects them, one row a line.
   EXPECT_TRUE(api_calls_json().starts_with(
-      "[\n  {\"verb\":\"list\",\"group\":\"\",\"resource\":\"nodes\",\"when\":\"inventory\"},\n"));
+      "[\n  {\"verb\":\"list\",\"group\":\"\",\"resource\":\"nodes\",\"rbac\":[\"list\"],"
+      "\"when\":\"inventory\"},\n"));
+}
+
+// A server-side apply that creates the object is authorized as patch and as
+// create (k8s.io/apiserver pkg/endpoints/handlers/patch.go,
+// createAuthorizerAttributes); the report writes are applies of objects
+// that may not exist yet, so their ClusterRole must grant both.
+TEST(ApiCall, AppliesAlsoNeedCreate) {
+  for (const ApiCallId id :
+       {ApiCallId::write_apply_policyreports, ApiCallId::write_apply_reports}) {
+    EXPECT_EQ(api_call(id).verb, "patch");
+    EXPECT_EQ(api_call(id).also, "create");
+  }
+  for (const ApiCall& call : kApiCalls) {
+    if (call.verb != "patch") {
+      EXPECT_TRUE(call.also.empty()) << call.verb << " " << call.resource;
+    }
+  }
 }
 
 TEST(ApiCall, VerbsAreRbacVerbs) {
   const std::set<std::string> verbs{"get", "list", "watch", "patch", "delete"};
   for (const ApiCall& call : kApiCalls) {
     EXPECT_TRUE(verbs.contains(std::string(call.verb))) << call.verb;
+    if (!call.also.empty()) {
+      EXPECT_EQ(call.also, "create") << call.resource;
+    }
     EXPECT_FALSE(call.kind.empty());
   }
 }

@@ -102,6 +102,22 @@ TEST(ResourceSlices, FactsOfTheCapturedDevices) {
   EXPECT_EQ(*f.cc, ComputeCapability(9, 0));
   EXPECT_EQ(f.product, "NVIDIA H100 80GB HBM3");
   EXPECT_EQ(f.devices.size(), 1U);
+  // The NVML name is the matrix's H100 (GFD's NVIDIA-H100-80GB-HBM3): its
+  // family and brand are known, and the node is no gap in the matrix.
+  EXPECT_EQ(f.family, "hopper");
+  EXPECT_EQ(f.brand, "unknown");
+  EXPECT_TRUE(matrix_gaps(f, db()).empty());
+}
+
+TEST(ResourceSlices, EveryProductOfTheDevicesIsKnown) {
+  for (const Node& node : fleet_nodes()) {
+    for (const DeviceKind& kind : node.devices) {
+      const GpuFacts f = device_gpu_facts(kind, db());
+      if (f.product.empty()) continue;
+      EXPECT_NE(db().product_by_label(f.product), nullptr) << node.name << ": " << f.product;
+      EXPECT_TRUE(matrix_gaps(f, db()).empty()) << node.name << ": " << f.product;
+    }
+  }
 }
 
 TEST(ResourceSlices, LabelsOfGpuFeatureDiscoveryComeFirst) {
