@@ -2,7 +2,8 @@
 // The answer to one AdmissionReview, built only through named constructors
 // (allowed, denied, patched, errored), optionally with warnings and audit
 // annotations, and finished in one place, complete(), that stamps what the
-// API server checks (admission-contract.md section 2): the review's
+// API server checks (k8s.io/apiserver pkg/admission/plugin/webhook/request
+// admissionreview.go, VerifyAdmissionResponse, and the dispatchers): the review's
 // apiVersion and kind, the request's uid, patchType exactly when a patch is
 // present, no patch at all on /validate, warnings the API server will keep
 // (valid UTF-8, no control characters, short and few) and audit annotation

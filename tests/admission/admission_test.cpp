@@ -33,7 +33,8 @@ json review(const std::string& name) {
   return json::parse(fixture(name));
 }
 
-// admission-contract.md section 8, as the API server checks one answer.
+// What the API server checks of one answer (k8s.io/apiserver
+// pkg/admission/plugin/webhook/request/admissionreview.go, VerifyAdmissionResponse).
 json check_contract(const AdmissionOutcome& out, const json& sent, Endpoint endpoint) {
   EXPECT_EQ(out.http_status, 200) << out.body;
   EXPECT_EQ(out.content_type, "application/json");

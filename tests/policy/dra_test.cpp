@@ -69,7 +69,7 @@ ResourceSlice read_slice(const json& object) {
 // --- ResourceSlices -------------------------------------------------------
 
 TEST(ResourceSlices, TheCapturedH100NodeIsOneKindOfTwoDevices) {
-  // ../shared/fixtures/dra: an EKS node with eight H100s, trimmed to two;
+  // tests/fixtures/dra: a captured EKS node with eight H100s, trimmed to two;
   // its compute-domain.nvidia.com slice publishes no GPUs.
   const Node& node = fleet_node("ip-10-0-171-111.ec2.internal");
   ASSERT_EQ(node.devices.size(), 1U);

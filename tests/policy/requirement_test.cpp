@@ -36,7 +36,8 @@ const std::vector<std::string> kBrandSetB = {"unknown", "grid",      "tesla",   
                                              "quadro",  "quadrortx", "nvidiartx", "vapps",
                                              "vpc",     "vcs",       "vws",       "cloudgaming"};
 
-// 12.8.1 base image (image-facts section 2: branches 470..565, brand set B).
+// 12.8.1 base image (NVIDIA_REQUIRE_CUDA of dist/12.8.1/ubuntu2204/base/Dockerfile in
+// gitlab.com/nvidia/container-images/cuda: branches 470..565, brand set B).
 const std::string kCuda1281 = nvidia_cuda_require("12.8", {470, 535, 550, 560, 565}, kBrandSetB);
 // 12.4.1 base image (branches 470, 525, 535, brand set A).
 const std::string kCuda1241 = nvidia_cuda_require("12.4", {470, 525, 535}, kBrandSetA);
