@@ -37,9 +37,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(SOURCE, "tests", "e2e"))
 
-import dra_live_test  # noqa: E402
-import kube_watch_test  # noqa: E402
-import server_test  # noqa: E402
+import dra_support  # noqa: E402
+import kube_support  # noqa: E402
+import server_support  # noqa: E402
 from apiserver_double import ApiServerDouble  # noqa: E402
 
 
@@ -53,7 +53,7 @@ def rss_mib(pid):
 
 def templates(count):
     """`count` templates in 100 namespaces, half with a CEL selector."""
-    base = [o for o in dra_live_test.claim_objects() if o["kind"] == "ResourceClaimTemplate"]
+    base = [o for o in dra_support.claim_objects() if o["kind"] == "ResourceClaimTemplate"]
     for i in range(count):
         t = copy.deepcopy(base[i % len(base)])
         t["metadata"]["name"] = f"gpu-{i:05d}"
@@ -71,7 +71,7 @@ def percentiles(samples):
 
 def run(binary, count, workdir, certs):
     api = ApiServerDouble(certs, tokens=("token-one",), page_size=500)
-    nodes, slices = dra_live_test.dra_fleet()
+    nodes, slices = dra_support.dra_fleet()
     for node in nodes:
         api.put(node)
     for s in slices:
@@ -83,14 +83,14 @@ def run(binary, count, workdir, certs):
     os.makedirs(workdir, exist_ok=True)
     if not os.path.exists(os.path.join(workdir, "certs")):
         os.symlink(certs, os.path.join(workdir, "certs"))
-    kube_watch_test.write(os.path.join(workdir, "token"), "token-one\n")
-    config = kube_watch_test.kubeconfig(workdir, api.url, ["tokenFile: token"])
-    webhook = dra_live_test.DraWebhook(workdir, certs, config, log_level="warn")
+    kube_support.write(os.path.join(workdir, "token"), "token-one\n")
+    config = kube_support.kubeconfig(workdir, api.url, ["tokenFile: token"])
+    webhook = dra_support.DraWebhook(workdir, certs, config, log_level="warn")
     start = time.monotonic()
     webhook.start()
     ready_s = time.monotonic() - start
     out = {"templates": count, "ready_s": round(ready_s, 2)}
-    pod = dra_live_test.dra_review_pod("gpu-00000" if count else "one-gpu")
+    pod = dra_support.dra_review_pod("gpu-00000" if count else "one-gpu")
     time.sleep(1)  # let the allocator settle after the lists
     out["rss_mib"] = round(rss_mib(webhook.proc.pid), 1)
     samples = []
@@ -101,7 +101,7 @@ def run(binary, count, workdir, certs):
     out["validate"] = percentiles(samples)
     if count:
         path = "/apis/resource.k8s.io/v1/namespaces/team-00/resourceclaimtemplates/gpu-00000"
-        ctx = server_test.client_context(certs)
+        ctx = server_support.client_context(certs)
         headers = {"Authorization": "Bearer token-one", "Accept": "application/json"}
         fresh, kept = [], []
         for _ in range(300):
@@ -133,14 +133,14 @@ def main():
     parser.add_argument("--binary", required=True)
     parser.add_argument("--templates", type=int, default=10000)
     args = parser.parse_args()
-    kube_watch_test.BINARY = os.path.abspath(args.binary)
-    kube_watch_test.SOURCE = SOURCE
-    dra_live_test.SOURCE = SOURCE
-    server_test.SOURCE = SOURCE
+    kube_support.BINARY = os.path.abspath(args.binary)
+    kube_support.SOURCE = SOURCE
+    dra_support.SOURCE = SOURCE
+    server_support.SOURCE = SOURCE
     shared = tempfile.mkdtemp(prefix="cudagate-dra-bench-")
     try:
         certs = os.path.join(shared, "certs")
-        server_test.make_certs(certs)
+        server_support.make_certs(certs)
         results = [run(args.binary, n, os.path.join(shared, str(n)), certs)
                    for n in (0, args.templates)]
         print(json.dumps(results, indent=2))

@@ -51,9 +51,9 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
 
-import kube_watch_test as kw  # noqa: E402
+import kube_support as kw  # noqa: E402
 import registry_support as rs  # noqa: E402
-import server_test as st  # noqa: E402
+import server_support as st  # noqa: E402
 from apiserver_double import ApiServerDouble  # noqa: E402
 from harness import free_port  # noqa: E402
 

@@ -33,10 +33,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(SOURCE, "tests", "e2e"))
 
-import kube_watch_test  # noqa: E402
-import server_test  # noqa: E402
+import kube_support  # noqa: E402
+import server_support  # noqa: E402
 from apiserver_double import ApiServerDouble, realistic_node  # noqa: E402
-from server_test import poll_until  # noqa: E402
+from server_support import poll_until  # noqa: E402
 
 
 def peak_rss_mib(pid):
@@ -93,9 +93,9 @@ contexts: [{{name: bench, context: {{cluster: double, user: bench}}}}]
 clusters: [{{name: double, cluster: {{server: '{api.url}', certificate-authority: {certs}/ca.crt}}}}]
 users: [{{name: bench, user: {{token: bench-token}}}}]
 """)
-    kube_watch_test.BINARY = binary
-    kube_watch_test.TIMEOUT = 600
-    webhook = kube_watch_test.Webhook(workdir, certs, config, log_level="warn", threads=1)
+    kube_support.BINARY = binary
+    kube_support.TIMEOUT = 600
+    webhook = kube_support.Webhook(workdir, certs, config, log_level="warn", threads=1)
     start = time.monotonic()
     try:
         webhook.start(wait_ready=True)
@@ -133,11 +133,11 @@ def main():
     parser.add_argument("--nodes", type=int, nargs="+", default=[10000, 50000])
     parser.add_argument("--load", action="store_true", help="also measure /validate under wrk")
     args = parser.parse_args()
-    server_test.SOURCE = SOURCE
+    server_support.SOURCE = SOURCE
     workdir = tempfile.mkdtemp(prefix="cudagate-watch-rss-")
     try:
         certs = os.path.join(workdir, "certs")
-        server_test.make_certs(certs)
+        server_support.make_certs(certs)
         print("| nodes | ready s | peak RSS at ready MiB | rollout sent s | applied s | peak RSS after MiB |")
         print("| ---: | ---: | ---: | ---: | ---: | ---: |")
         loads = []

@@ -39,7 +39,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import harness  # noqa: E402
 import kube_cluster as kc  # noqa: E402
-from server_test import post, review  # noqa: E402
+from server_support import post, review  # noqa: E402
 
 T4 = "Tesla-T4"
 A100 = "NVIDIA-A100-SXM4-80GB"

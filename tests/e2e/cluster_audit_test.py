@@ -33,19 +33,20 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import audit_test  # noqa: E402
+import audit_support  # noqa: E402
 import harness  # noqa: E402
-import kube_watch_test  # noqa: E402
-import server_test  # noqa: E402
-from apiserver_double import rbac_call, realistic_node, realistic_object  # noqa: E402
+import kube_support  # noqa: E402
+import server_support  # noqa: E402
+from apiserver_double import realistic_node, realistic_object  # noqa: E402
 from double_case import DoubleTestCase  # noqa: E402
-from server_test import poll_until  # noqa: E402
+from kube_support import api_calls, seen_calls  # noqa: E402
+from server_support import poll_until  # noqa: E402
 
 BINARY = None
 SOURCE = None
 
 TIMEOUT = 60
-EPOCH = audit_test.EPOCH
+EPOCH = audit_support.EPOCH
 WORKLOAD_KINDS = {"Pod", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob"}
 # The order the audit lists collections in (kube/api_calls.h).
 LIST_ORDER = ["Pod", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob"]
@@ -54,12 +55,6 @@ L4_NODE = "ip-10-0-3-31.ec2.internal"  # driver 550.90.07: CUDA 12.4
 
 def fixture(*parts):
     return os.path.join(SOURCE, "tests", "fixtures", *parts)
-
-
-def api_calls():
-    out = subprocess.run([BINARY, "api-calls"], capture_output=True, text=True, timeout=60,
-                         check=True)
-    return json.loads(out.stdout)
 
 
 def owner(obj):
@@ -128,18 +123,14 @@ def listed_order(objects):
 
 
 def schemas():
-    audit_test.SOURCE = SOURCE
+    audit_support.SOURCE = SOURCE
     out = {}
     for key, crd, version in ((("wgpolicyk8s.io", "v1alpha2", "policyreports"),
                                "wgpolicyk8s.io_policyreports.yaml", "v1alpha2"),
                               (("openreports.io", "v1alpha1", "reports"),
                                "openreports.io_reports.yaml", "v1alpha1")):
-        out[key] = audit_test.crd_schema(crd, version)[2]
+        out[key] = audit_support.crd_schema(crd, version)[2]
     return out
-
-
-def seen_calls(api):
-    return {rbac_call(r) for r in api.requests_where(lambda r: True)}
 
 
 class ClusterTestCase(DoubleTestCase):
@@ -157,8 +148,8 @@ class ClusterTestCase(DoubleTestCase):
 
     def setUp(self):
         super().setUp()
-        self.kubeconfig = kube_watch_test.kubeconfig(self.dir, self.api.url,
-                                                     ["token: test-token"])
+        self.kubeconfig = kube_support.kubeconfig(self.dir, self.api.url,
+                                                  ["token: test-token"])
 
     def assert_calls_are_rows(self, whens):
         """Every call the double saw is a row of `cudagate api-calls` with
@@ -205,7 +196,7 @@ class AuditCluster(ClusterTestCase):
         if fmt == "json":
             return json.loads(text)
         if fmt in ("policyreport", "openreports"):
-            docs = audit_test.load_yaml_documents(text)
+            docs = audit_support.load_yaml_documents(text)
             for doc in docs:
                 for result in doc.get("results", []):
                     result.get("properties", {}).pop("place", None)
@@ -289,7 +280,7 @@ class AuditCluster(ClusterTestCase):
         # and the H100, no node runs a CUDA 12.4 image.
         for name in ("gpu-a100-1", "gpu-h100-1"):
             node = next(n for n in self.node_list["items"] if n["metadata"]["name"] == name)
-            self.api.put(kube_watch_test.upgraded(realistic_node(node), "535.129.03", "12.2"))
+            self.api.put(kube_support.upgraded(realistic_node(node), "535.129.03", "12.2"))
         changed = json.loads(self.cluster("--format", "json").stdout)
         self.assertNotEqual([r["verdict"] for r in changed],
                             [r["verdict"] for r in json.loads(live.stdout)])
@@ -318,14 +309,14 @@ class AuditCluster(ClusterTestCase):
 
     def test_credentials_from_an_exec_plugin(self):
         plugin = os.path.join(self.dir, "credential-plugin")
-        kube_watch_test.write(plugin, "\n".join([
+        kube_support.write(plugin, "\n".join([
             f"#!{sys.executable}",
             "import json",
             "print(json.dumps({'kind': 'ExecCredential',",
             "                  'apiVersion': 'client.authentication.k8s.io/v1',",
             "                  'status': {'token': 'test-token'}}))",
         ]) + "\n", mode=0o700)
-        config = kube_watch_test.kubeconfig(self.dir, self.api.url, [
+        config = kube_support.kubeconfig(self.dir, self.api.url, [
             "exec:", "  apiVersion: client.authentication.k8s.io/v1",
             "  command: ./credential-plugin", "  interactiveMode: Never"], "exec")
         result = self.audit("--cluster", "--kubeconfig", config, "--format", "json")
@@ -335,7 +326,7 @@ class AuditCluster(ClusterTestCase):
         self.assertEqual(tokens, {"test-token"})
 
     def test_refused_credentials_are_an_error_naming_the_server(self):
-        config = kube_watch_test.kubeconfig(self.dir, self.api.url, ["token: wrong"], "bad")
+        config = kube_support.kubeconfig(self.dir, self.api.url, ["token: wrong"], "bad")
         result = self.audit("--cluster", "--kubeconfig", config)
         self.assertEqual(result.returncode, 2, result.stderr)
         self.assertRegex(result.stderr, r"cudagate: error: API server 127\.0\.0\.1: list nodes: "
@@ -401,7 +392,7 @@ def deployment(name, namespace, node, cuda="12.4.1"):
                      "tolerations": [{"operator": "Exists"}]}}}})
 
 
-class AuditingWebhook(kube_watch_test.Webhook):
+class AuditingWebhook(kube_support.Webhook):
     def __init__(self, *args, extra=(), **kw):
         super().__init__(*args, **kw)
         self.extra = list(extra)
@@ -422,7 +413,7 @@ class BackgroundAudit(ClusterTestCase):
 
     def setUp(self):
         super().setUp()
-        self.nodes = kube_watch_test.fleet()
+        self.nodes = kube_support.fleet()
         for node in self.nodes:
             self.api.put(node)
 
@@ -451,8 +442,8 @@ class BackgroundAudit(ClusterTestCase):
 
         # The L4 node is rolled back to a driver for CUDA 12.2: the running
         # deployment would not start there again.
-        node = kube_watch_test.by_name(self.nodes, L4_NODE)
-        self.api.put(kube_watch_test.upgraded(node, "535.129.03", "12.2"))
+        node = kube_support.by_name(self.nodes, L4_NODE)
+        self.api.put(kube_support.upgraded(node, "535.129.03", "12.2"))
         poll_until(lambda: w.reports("ml").get(key) == "fail", TIMEOUT,
                    "/reports to show the deployment failing after the rollout")
         poll_until(lambda: w.metric("cudagate_audit_workloads", verdict="fail") == 1, TIMEOUT,
@@ -466,7 +457,7 @@ class BackgroundAudit(ClusterTestCase):
         # Nothing was written without --write-reports.
         self.assertEqual(self.api.applied, [])
         self.assert_calls_are_rows({"inventory", "background-audit"})
-        server_test.assert_promtool_accepts(self, w.get("/metrics")[1])
+        server_support.assert_promtool_accepts(self, w.get("/metrics")[1])
 
     def wait_reports(self, resource, expected, what):
         def current():

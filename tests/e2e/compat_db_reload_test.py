@@ -24,8 +24,8 @@ import tempfile
 import unittest
 
 import harness
-import kube_watch_test as kw
-import server_test as st
+import kube_support as kw
+import server_support as st
 
 # An H100 node on a driver of branch 640, which the embedded matrix does not
 # know, labelled without GPU Feature Discovery's runtime labels: its CUDA

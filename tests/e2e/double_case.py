@@ -16,7 +16,7 @@ import tempfile
 import unittest
 
 import harness
-import server_test
+import server_support
 from apiserver_double import ApiServerDouble
 
 
@@ -28,7 +28,7 @@ class DoubleTestCase(unittest.TestCase):
         harness.share_paths()
         cls.shared = tempfile.mkdtemp(prefix=cls.prefix)
         cls.certs = os.path.join(cls.shared, "certs")
-        server_test.make_certs(cls.certs)
+        server_support.make_certs(cls.certs)
 
     @classmethod
     def tearDownClass(cls):

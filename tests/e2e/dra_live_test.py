@@ -29,51 +29,16 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import harness  # noqa: E402
-import kube_watch_test  # noqa: E402
-import server_test  # noqa: E402
-import yaml  # noqa: E402
-from apiserver_double import realistic_node  # noqa: E402
+import kube_support  # noqa: E402
 from double_case import DoubleTestCase  # noqa: E402
-from kube_watch_test import TIMEOUT, Webhook, kubeconfig, write  # noqa: E402
-from server_test import poll_until  # noqa: E402
+from dra_support import DraWebhook, claim_objects, dra_fleet, dra_review_pod  # noqa: E402
+from kube_support import TIMEOUT, kubeconfig, write  # noqa: E402
+from server_support import poll_until  # noqa: E402
 
 BINARY = None
 SOURCE = None
 
 A100_NODES = ("dra-a100-0", "dra-a100-1")
-
-
-def fixture(*path):
-    with open(os.path.join(SOURCE, "tests", "fixtures", *path)) as f:
-        return list(yaml.safe_load_all(f))
-
-
-def dra_fleet():
-    """(nodes, slices) of tests/fixtures/dra/fleet.yaml."""
-    items = fixture("dra", "fleet.yaml")[0]["items"]
-    nodes = [realistic_node(o) for o in items if o["kind"] == "Node"]
-    slices = [o for o in items if o["kind"] == "ResourceSlice"]
-    return nodes, slices
-
-
-def claim_objects():
-    """The ResourceClaimTemplates and ResourceClaims of tests/fixtures/dra/pods.yaml."""
-    return [o for o in fixture("dra", "pods.yaml")
-            if o and o["kind"] in ("ResourceClaimTemplate", "ResourceClaim")]
-
-
-def dra_pod(claim="one-gpu", by_name=False):
-    """A pod spec that asks for its GPU through a claim of `claim`."""
-    ref = {"name": "gpu"}
-    ref["resourceClaimName" if by_name else "resourceClaimTemplateName"] = claim
-    return {"containers": [{"name": "train", "image": "registry.example.com/ml/train:cu124",
-                            "resources": {"claims": [{"name": "gpu"}]}}],
-            "resourceClaims": [ref]}
-
-
-def dra_review_pod(claim="one-gpu", cuda="12.4", **kw):
-    return dra_pod(claim, **kw), {"cudagate.io/cuda-version": cuda,
-                                        "cudagate.io/arch-list": "8.0 8.6 8.9 9.0"}
 
 
 def rollout(slice_, driver, cuda):
@@ -87,46 +52,6 @@ def rollout(slice_, driver, cuda):
         attributes["driverVersion"] = {"version": driver}
         attributes["cudaDriverVersion"] = {"version": cuda}
     return slice_
-
-
-class DraWebhook(Webhook):
-    def answer_pod(self, pod_spec, annotations, path="/validate"):
-        import uuid
-        uid = str(uuid.uuid4())
-        pod = {"apiVersion": "v1", "kind": "Pod",
-               "metadata": {"name": "train", "namespace": "ml", "annotations": annotations},
-               "spec": pod_spec}
-        gvk = {"group": "", "version": "v1", "kind": "Pod"}
-        gvr = {"group": "", "version": "v1", "resource": "pods"}
-        body = json.dumps({"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1",
-                           "request": {"uid": uid, "kind": gvk, "resource": gvr,
-                                       "requestKind": gvk, "requestResource": gvr,
-                                       "name": "train", "namespace": "ml",
-                                       "operation": "CREATE",
-                                       "userInfo": {"username": "kubernetes-admin"},
-                                       "object": pod, "oldObject": None, "dryRun": False}})
-        conn = self.connect()
-        try:
-            res, data = server_test.post(conn, path, body.encode())
-        finally:
-            conn.close()
-        if res.status != 200:
-            raise AssertionError(f"{path} answered {res.status}: {data!r}")
-        return json.loads(data)["response"]
-
-    def dra_verdict(self, pod):
-        return self.answer_pod(*pod).get("auditAnnotations", {}).get("verdict")
-
-    def wait_dra_verdict(self, pod, expected, what):
-        try:
-            poll_until(lambda: self.dra_verdict(pod) == expected, TIMEOUT, what)
-        except AssertionError as e:
-            raise AssertionError(f"{e}: last answer {self.answer_pod(*pod)}\n"
-                                 f"{self.log_tail()}") from None
-
-    def log_has(self, text):
-        with open(self.log_path, "rb") as f:
-            return text in f.read().decode(errors="replace")
 
 
 class DraTestCase(DoubleTestCase):
@@ -192,7 +117,7 @@ class DraLiveTest(DraTestCase):
         self.assertEqual(response.get("patchType"), "JSONPatch", response)
         patch = json.loads(base64.b64decode(response["patch"]))
         pod, annotations = dra_review_pod()
-        pinned = kube_watch_test.json_patch(
+        pinned = kube_support.json_patch(
             {"metadata": {"name": "train", "namespace": "ml", "annotations": annotations},
              "spec": pod}, patch)["spec"]
         terms = pinned["affinity"]["nodeAffinity"][
@@ -270,11 +195,11 @@ class DraLiveTest(DraTestCase):
     def test_device_plugin_and_dra_nodes_side_by_side(self):
         self.put_fleet()
         self.put_claims()
-        for node in kube_watch_test.fleet():
+        for node in kube_support.fleet():
             self.api.put(node)
         webhook = self.webhook()
         # The device-plugin pod is judged on the T4 node's labels (driver 535: CUDA 12.2).
-        self.assertEqual(webhook.verdict(kube_watch_test.CUDA124_ON_T4), "fail")
+        self.assertEqual(webhook.verdict(kube_support.CUDA124_ON_T4), "fail")
         # The DRA pod only on the nodes with devices of its class: some can run
         # it (polled: the slices' patch may land just after readiness).
         poll_until(lambda: webhook.dra_verdict(dra_review_pod()) in ("partial", "pass"), TIMEOUT,
@@ -309,10 +234,10 @@ class WithoutDraTest(DraTestCase):
     dra_versions = ()
 
     def test_a_cluster_without_dra_runs_without(self):
-        for node in kube_watch_test.fleet():
+        for node in kube_support.fleet():
             self.api.put(node)
         webhook = self.webhook()
-        self.assertEqual(webhook.verdict(kube_watch_test.CUDA124_ON_T4), "fail")
+        self.assertEqual(webhook.verdict(kube_support.CUDA124_ON_T4), "fail")
         self.assertEqual(webhook.dra_verdict(dra_review_pod()), "unknown")
         for resource in ("resourceslices", "resourceclaimtemplates", "resourceclaims"):
             for version in ("v1", "v1beta2", "v1beta1"):

@@ -122,9 +122,8 @@ class ThroughApiServer(DoubleTestCase):
 
     @classmethod
     def setUpClass(cls):
-        import cluster_audit_test
-        import kube_watch_test
-        cls.cat, cls.kw = cluster_audit_test, kube_watch_test
+        import kube_support
+        cls.kw = kube_support
         super().setUpClass()
 
     def double_options(self):
@@ -161,10 +160,10 @@ class ThroughApiServer(DoubleTestCase):
             for key in ("pod", "failures", "unrecognised"):
                 self.assertEqual(live[key], offline[key], key)
             self.assertEqual(live["decision"]["verdict"], offline["decision"]["verdict"])
-        rows = {(c["verb"], c["group"], c["resource"]) for c in self.cat.api_calls()
+        rows = {(c["verb"], c["group"], c["resource"]) for c in self.kw.api_calls()
                 if c["when"] == "explain"}
         self.assertEqual(rows, {("get", "", "pods"), ("list", "", "events"), ("list", "", "nodes")})
-        self.assertEqual(self.cat.seen_calls(self.api), rows)
+        self.assertEqual(self.kw.seen_calls(self.api), rows)
 
     def test_a_missing_pod_is_an_error_naming_it(self):
         r = subprocess.run([BINARY, "explain", "pod", "nope", "-n", "ml", "--kubeconfig",

@@ -21,9 +21,9 @@ def free_port(host="127.0.0.1"):
 
 def share_paths():
     """Gives every end-to-end module loaded so far the BINARY and SOURCE of
-    the command line, for the helpers the modules lend one another (a
-    cluster test starts its webhooks through kube_watch_test's, which reads
-    kube_watch_test.BINARY)."""
+    the command line, for the support modules' helpers (a cluster test
+    starts its webhooks through kube_support's, which reads
+    kube_support.BINARY)."""
     directory = os.path.dirname(os.path.abspath(__file__))
     for module in list(sys.modules.values()):
         path = getattr(module, "__file__", None) or ""

@@ -19,16 +19,16 @@ import uuid
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import harness  # noqa: E402
-import server_test  # noqa: E402
-from server_test import CUDA124_POD, ServerTestCase, post, review  # noqa: E402
+import server_support  # noqa: E402
+from server_support import CUDA124_POD, ServerTestCase, post, review  # noqa: E402
 
 BINARY = None
 SOURCE = None
 
 
 def setUpModule():
-    server_test.BINARY = BINARY
-    server_test.SOURCE = SOURCE
+    server_support.BINARY = BINARY
+    server_support.SOURCE = SOURCE
 
 
 def gpu_pod(image, arch_list=None):
@@ -75,8 +75,8 @@ class HostileInputTest(ServerTestCase):
                 answer = json.dumps(response)
                 self.assertLess(len(answer), 8192, answer[:400])
                 self.assertNotIn("n" * 400, answer)
-                server_test.poll_until(lambda: len(self.log_lines()) > before, 30,
-                                       "the admission's log line")
+                server_support.poll_until(lambda: len(self.log_lines()) > before, 30,
+                                          "the admission's log line")
                 for line in self.log_lines()[before:]:
                     self.assertLess(len(line), 16384, line[:400])
                     self.assertNotIn("n" * 1100, line)

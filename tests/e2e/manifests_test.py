@@ -910,7 +910,7 @@ class BinaryTest(ManifestTest):
         kubelet, the API server and Prometheus do. Every call cudagate makes to
         the API server must be one the overlay's RBAC grants."""
         from apiserver_double import ApiServerDouble, rbac_call, realistic_node
-        import kube_watch_test
+        import kube_support
 
         objects = Rendered.objects[overlay]
         root = tempfile.mkdtemp(dir=Rendered.work)
@@ -923,7 +923,7 @@ class BinaryTest(ManifestTest):
             for obj in documents(os.path.join(SOURCE, "tests", "fixtures", "workloads", name)):
                 api.put_object(obj)
         api.start()
-        kubeconfig = kube_watch_test.kubeconfig(root, api.url, ["token: test-token"])
+        kubeconfig = kube_support.kubeconfig(root, api.url, ["token: test-token"])
 
         args = self.args(overlay)
         policy = yaml.safe_load(one(objects, "ConfigMap", "cudagate-policy")["data"]

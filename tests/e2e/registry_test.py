@@ -30,7 +30,7 @@ import unittest
 
 import harness
 import registry_support as rs
-import server_test as st
+import server_support as st
 
 BINARY = None
 SOURCE = None

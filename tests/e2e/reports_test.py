@@ -2,7 +2,7 @@
 """End-to-end tests of the server's GET /reports over real TLS.
 
 Starts `cudagate serve` (certificates from certs/dev-certs.sh, the T4 + A100
-inventory of server_test.py), posts AdmissionReviews with Python's
+inventory of server_support.py), posts AdmissionReviews with Python's
 http.client, and reads /reports back in every format with http.client and
 curl: the latest decision per workload, by namespace, never the API
 server's dryRun ones.
@@ -20,8 +20,8 @@ import unittest
 import html.parser
 
 import harness
-import server_test
-from server_test import CUDA124_POD, Server, make_certs, post, review
+import server_support
+from server_support import CUDA124_POD, Server, make_certs, post, review
 
 BINARY = None
 SOURCE = None
@@ -36,7 +36,7 @@ GPU_POD_118 = {
 class ReportsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        server_test.BINARY, server_test.SOURCE = BINARY, SOURCE
+        server_support.BINARY, server_support.SOURCE = BINARY, SOURCE
         cls.workdir = tempfile.mkdtemp(prefix="cudagate-reports-")
         cls.certs = os.path.join(cls.workdir, "certs")
         make_certs(cls.certs)

@@ -25,8 +25,8 @@ import xml.etree.ElementTree as ET
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import harness  # noqa: E402
-import server_test  # noqa: E402
-from server_test import Server, client_context, make_certs  # noqa: E402
+import server_support  # noqa: E402
+from server_support import Server, client_context, make_certs  # noqa: E402
 
 BINARY = None
 SOURCE = None
@@ -39,8 +39,8 @@ FORWARD_SECRET = ("ECDHE-", "DHE-")
 
 
 def setUpModule():
-    server_test.BINARY = BINARY
-    server_test.SOURCE = SOURCE
+    server_support.BINARY = BINARY
+    server_support.SOURCE = SOURCE
 
 
 class ScannedServerTest(unittest.TestCase):
