@@ -6,7 +6,7 @@ Runs the real binary:  python3 plan_test.py --binary PATH --source REPO
 Golden files under tests/fixtures/plan/golden are regenerated on purpose
 only, with CUDAGATE_UPDATE_GOLDEN=1, and read by eye before they are
 committed. JUnit output is read with xml.etree; the HTML page is loaded in
-headless Chromium with the helpers of html_report_test.py.
+headless Chromium with the helpers of html_report_support.py.
 """
 
 import json
@@ -19,7 +19,7 @@ import unittest
 import xml.etree.ElementTree as ET
 
 import harness
-import html_report_test
+import html_report_support
 
 BINARY = ""
 SOURCE = ""
@@ -186,7 +186,7 @@ class Usage(unittest.TestCase):
         self.assert_usage(["--add-nodes", "missing.yaml"], "missing.yaml: cannot read")
 
 
-class Html(html_report_test.HtmlReportTestCase):
+class Html(html_report_support.HtmlReportTestCase):
     def test_the_before_after_matrix_renders(self):
         result = plan(*H100, "--set-driver", "pool=t4=570.124.06", "--order", "--format", "html")
         self.assertEqual(result.returncode, 1, result.stderr)
@@ -204,22 +204,22 @@ class Html(html_report_test.HtmlReportTestCase):
         self.assertGreater(dom.cells.get("breaks", 0), 0)
         self.assertGreater(dom.cells.get("heals", 0), 0)
         self.assertTrue(dom.order)
-        self.assert_not_blank(image, html_report_test.CELL_COLOURS)
+        self.assert_not_blank(image, html_report_support.CELL_COLOURS)
 
     def render_with(self, page, parser):
         png = os.path.join(self.tmp, "shot.png")
-        shot = html_report_test.run_chromium(page, "--window-size=1400,900",
-                                             f"--screenshot={png}", workdir=self.tmp)
-        self.assertEqual(html_report_test.console_messages(shot.stderr), [])
+        shot = html_report_support.run_chromium(page, "--window-size=1400,900",
+                                                f"--screenshot={png}", workdir=self.tmp)
+        self.assertEqual(html_report_support.console_messages(shot.stderr), [])
         with open(png, "rb") as f:
-            image = html_report_test.decode_png(f.read())
-        dom = html_report_test.run_chromium(page, "--dump-dom", workdir=self.tmp)
-        self.assertEqual(html_report_test.console_messages(dom.stderr), [])
+            image = html_report_support.decode_png(f.read())
+        dom = html_report_support.run_chromium(page, "--dump-dom", workdir=self.tmp)
+        self.assertEqual(html_report_support.console_messages(dom.stderr), [])
         parser.feed(dom.stdout)
         return image, parser
 
 
-class PlanMatrixParser(html_report_test.MatrixParser):
+class PlanMatrixParser(html_report_support.MatrixParser):
     """The audit matrix's contract, with rows by change and the order section."""
 
     def __init__(self):
