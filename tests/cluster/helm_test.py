@@ -21,9 +21,10 @@ panels that need an API server.
   the Service they call is in that namespace, and reports.write's
   ClusterRole allows what --write-reports does.
 - Dashboard: "Watch restarts and relists", "Background audit" and "Report
-  writes" (tests/e2e/helm_chart_test.py's PANELS_NEEDING_AN_API_SERVER,
-  which return no data there) return data from Debian's Prometheus
-  scraping `cudagate serve --kubeconfig --audit-interval 1s --write-reports`
+  writes" (tests/e2e/chart_support.py's PANELS_NEEDING_AN_API_SERVER,
+  which return no data in tests/e2e/helm_chart_test.py) return data from
+  Debian's Prometheus scraping
+  `cudagate serve --kubeconfig --audit-interval 1s --write-reports`
   after its audit judged the pods and its watch was restarted with a
   SIGKILLed API server; with the write-reports overlay's RBAC, that audit
   writes its PolicyReport (the CRD as Kyverno ships it,
@@ -44,7 +45,7 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 
 import harness  # noqa: E402
-import helm_chart_test as hc  # noqa: E402
+import chart_support as hc  # noqa: E402
 import kube_cluster as kc  # noqa: E402
 import yaml  # noqa: E402
 

@@ -47,31 +47,22 @@ import urllib.request
 
 import yaml
 
+import chart_support
 import harness
+from chart_support import (NAMESPACE, PANELS_NEEDING_AN_API_SERVER, TIMEOUT, Prometheus, chart,
+                           dashboard, helm, kubectl, panel_queries, run, template)
 from harness import free_port
 
 BINARY = None
 SOURCE = None
 
-TIMEOUT = 120
-NAMESPACE = "cudagate-system"
+
+def setUpModule():
+    chart_support.BINARY = BINARY
+    chart_support.SOURCE = SOURCE
+
+
 WEBHOOK_KINDS = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
-
-
-def chart():
-    return os.path.join(SOURCE, "charts", "cudagate")
-
-
-def tools():
-    return os.path.join(SOURCE, "tests", "manifests", "tools")
-
-
-def helm():
-    return os.path.join(tools(), "helm")
-
-
-def kubectl():
-    return os.path.join(tools(), "kubectl")
 
 
 def values_files():
@@ -98,19 +89,6 @@ def need(test, *what):
     if os.environ.get("CI"):
         test.fail(reason)
     test.skipTest(reason)
-
-
-def run(argv, **kwargs):
-    kwargs.setdefault("capture_output", True)
-    kwargs.setdefault("text", True)
-    kwargs.setdefault("timeout", TIMEOUT)
-    return subprocess.run(argv, **kwargs)
-
-
-def template(test, *args):
-    out = run([helm(), "template", "cudagate", chart(), "--namespace", NAMESPACE, *args])
-    test.assertEqual(out.returncode, 0, out.stderr)
-    return [o for o in yaml.safe_load_all(out.stdout) if o]
 
 
 def kustomize(test, folder):
@@ -366,92 +344,9 @@ class AlertsTest(unittest.TestCase):
         self.assertEqual(quiet, alerts)
 
 
-# The panels whose series a cudagate reading a nodes file never makes: the
-# inventory watch's restarts and relists (serve --kubeconfig or --in-cluster),
-# the background audit and the reports it writes (--audit-interval and
-# --write-reports against an API server). DashboardTest runs their queries
-# and lets them come back empty; tests/cluster/helm_test.py runs a cudagate
-# against a real API server (its watch restarted, its audit writing
-# PolicyReports) and asserts that each query of exactly these panels returns
-# data there. Between the two, every panel has returned data.
-PANELS_NEEDING_AN_API_SERVER = ("Watch restarts and relists", "Background audit",
-                                "Report writes")
-
-
-def dashboard():
-    with open(os.path.join(chart(), "files", "grafana-dashboard.json")) as f:
-        return json.load(f)
-
-
-def panel_queries(board):
-    """(panel title, query) for every target of the dashboard, its variables
-    replaced as Grafana would for the job "cudagate": the rate interval by
-    one minute, the hidden timeout constant by its value."""
-    variables = {v["name"]: v for v in board["templating"]["list"]}
-    substitutions = {"$__rate_interval": "1m", "$job": "cudagate",
-                     "$timeout": variables["timeout"]["query"]}
-    for panel in board["panels"]:
-        for target in panel.get("targets", []):
-            expr = target["expr"]
-            for k, v in substitutions.items():
-                expr = expr.replace(k, v)
-            yield panel["title"], expr
-
-
 def metric_names(expr):
     """The cudagate metrics a query reads (a histogram by its own name)."""
     return set(re.findall(r"\b(cudagate_[a-z_]+?)(?:_bucket|_sum|_count)?\b", expr))
-
-
-class Prometheus:
-    """Debian's prometheus scraping one cudagate (job "cudagate") over HTTPS
-    every second, verified as the ServiceMonitor does: with the serving CA."""
-
-    def __init__(self, work, target, ca_file, server_name="localhost"):
-        self.work = work
-        self.target = target
-        self.ca_file = ca_file
-        self.server_name = server_name
-        self.port = free_port()
-        self.proc = None
-
-    def start(self):
-        config = os.path.join(self.work, "prometheus.yml")
-        with open(config, "w") as f:
-            yaml.safe_dump({
-                "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-                "scrape_configs": [{
-                    "job_name": "cudagate", "scheme": "https", "metrics_path": "/metrics",
-                    "tls_config": {"ca_file": self.ca_file, "server_name": self.server_name},
-                    "static_configs": [{"targets": [self.target]}]}]}, f)
-        log = open(os.path.join(self.work, "prometheus.log"), "ab")
-        self.proc = subprocess.Popen(
-            ["prometheus", f"--config.file={config}",
-             f"--storage.tsdb.path={os.path.join(self.work, 'tsdb')}",
-             f"--web.listen-address=127.0.0.1:{self.port}"], stdout=log, stderr=log)
-        log.close()
-        return self
-
-    def stop(self):
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
-    def query(self, expr):
-        """The result of an instant query; raises OSError while Prometheus is
-        not answering yet and AssertionError for a query it refuses."""
-        url = (f"http://127.0.0.1:{self.port}/api/v1/query?"
-               + urllib.parse.urlencode({"query": expr}))
-        with urllib.request.urlopen(url, timeout=30) as res:
-            answer = json.load(res)
-        if answer["status"] != "success":
-            raise AssertionError(f"{expr}: {answer}")
-        return answer["data"]["result"]
 
 
 def gpu_spec(cuda=None, image="nvcr.io/nvidia/cuda:12.4.0-base-ubuntu22.04"):
@@ -504,7 +399,7 @@ class DashboardTest(unittest.TestCase):
         raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
     def test_every_panel_returns_data(self):
-        from server_test import post, review
+        from server_support import post, review
         certs = os.path.join(self.work, "certs")
         made = run(["bash", os.path.join(SOURCE, "certs", "dev-certs.sh"), "--out", certs])
         self.assertEqual(made.returncode, 0, made.stderr)
