@@ -37,7 +37,6 @@ import datetime
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import unittest
@@ -51,7 +50,6 @@ import yaml  # noqa: E402
 
 HELM = os.path.join(kc.SOURCE, "tests", "manifests", "tools", "helm")
 CHART = os.path.join(kc.SOURCE, "charts", "cudagate")
-CRDS = os.path.join(kc.SOURCE, "build", "cluster", "crds")
 T4 = "Tesla-T4"
 A100 = "NVIDIA-A100-SXM4-80GB"
 RELEASE = "cudagate"
@@ -67,8 +65,6 @@ RELEASE_KINDS = ("deployments,replicasets,pods,services,serviceaccounts,secrets,
                  "resourcequotas,poddisruptionbudgets,roles,rolebindings")
 CLUSTER_KINDS = ("clusterroles,clusterrolebindings,mutatingwebhookconfigurations,"
                  "validatingwebhookconfigurations")
-# Exit status of scripts/cluster-crds.sh when a module cannot be downloaded.
-NO_PROXY = 69
 # cudagate's backoff after a lost API server is capped at 30 s with jitter,
 # and a watch cache still starting answers 429 with Retry-After.
 RECONNECT_BOUND = 180
@@ -112,39 +108,8 @@ def missing(written, stored, path=""):
     return [f"{path}: {written!r} != {stored!r}"]
 
 
-def identity(obj):
-    return (obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
-
-
 def timestamp(text):
     return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
-def cluster_crds():
-    """scripts/cluster-crds.sh into build/cluster/crds. Where the Go module
-    proxy cannot be reached the tests are skipped, except under CI=true."""
-    out = subprocess.run([os.path.join(kc.SOURCE, "scripts", "cluster-crds.sh"), CRDS],
-                         capture_output=True, text=True, timeout=900, check=False)
-    if out.returncode == NO_PROXY and os.environ.get("CI") != "true":
-        raise unittest.SkipTest("the Go module proxy cannot be reached for the CRDs "
-                                f"(scripts/cluster-crds.sh): {out.stderr.strip()[-300:]}")
-    if out.returncode != 0:
-        raise AssertionError(f"scripts/cluster-crds.sh failed:\n{out.stdout}\n{out.stderr}")
-
-
-def kill_apiserver(cluster):
-    """SIGKILLs kube-apiserver (no graceful close of its watches) and waits
-    until it is gone, so that `cluster.sh up` starts it again."""
-    pid = cluster.pid("kube-apiserver")
-    os.kill(pid, signal.SIGKILL)
-
-    def gone():
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        return False
-    kc.wait_until(gone, f"kube-apiserver (PID {pid}) to exit and be reaped")
 
 
 @kc.needs_cluster
@@ -191,8 +156,7 @@ class HelmReleaseTest(kc.ClusterTestCase):
         """The objects as the API server holds them now, by identity."""
         text = "\n---\n".join(yaml.safe_dump(o) for o in objects)
         out = self.cluster.kubectl("get", "-f", "-", "-o", "json", stdin=text)
-        document = json.loads(out.stdout)
-        return {identity(o): o for o in document.get("items", [document])}
+        return {kc.identity(o): o for o in kc.items(out.stdout)}
 
     def webhook_configurations(self, name=RELEASE):
         return {kind: self.cluster.get(f"{ADMISSIONREGISTRATION}/{resource}/{name}")
@@ -268,13 +232,13 @@ class HelmReleaseTest(kc.ClusterTestCase):
 
         installed = self.manifest()
         rendered = hc.template(self)
-        self.assertEqual(sorted(identity(o) for o in installed),
-                         sorted(identity(o) for o in rendered))
+        self.assertEqual(sorted(kc.identity(o) for o in installed),
+                         sorted(kc.identity(o) for o in rendered))
         live = self.live(installed)
-        self.assertEqual(sorted(live), sorted(identity(o) for o in installed))
+        self.assertEqual(sorted(live), sorted(kc.identity(o) for o in installed))
         for obj in installed:
-            with self.subTest(object=identity(obj)):
-                self.assertEqual(missing(obj, live[identity(obj)]), [])
+            with self.subTest(object=kc.identity(obj)):
+                self.assertEqual(missing(obj, live[kc.identity(obj)]), [])
 
         # The check NOTES prints, as written there.
         listed = self.cluster.kubectl("get", "mutatingwebhookconfiguration,"
@@ -351,8 +315,8 @@ class HelmReleaseTest(kc.ClusterTestCase):
         installed = self.manifest()
         live = self.live(installed)
         for obj in installed:
-            with self.subTest(object=identity(obj)):
-                self.assertEqual(missing(obj, live[identity(obj)]), [])
+            with self.subTest(object=kc.identity(obj)):
+                self.assertEqual(missing(obj, live[kc.identity(obj)]), [])
         for kind, config in self.webhook_configurations().items():
             for hook in config["webhooks"]:
                 self.assertEqual(hook["timeoutSeconds"], 7, f"{kind} {hook['name']}")
@@ -504,13 +468,10 @@ class DashboardPanelsTest(kc.ClusterTestCase):
     @classmethod
     def setUpClass(cls):
         skip_unless(shutil.which("prometheus"), "missing prometheus (Debian's package)")
-        cluster_crds()
+        kc.cluster_crds()
         super().setUpClass()
         harness.share_paths()
-        names = cls.cluster.kubectl(
-            "apply", "--server-side", "-o", "name",
-            "-f", os.path.join(CRDS, "wgpolicyk8s.io_policyreports.yaml")).stdout.split()
-        cls.cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
+        kc.apply_crds(cls.cluster, ["wgpolicyk8s.io_policyreports.yaml"])
         cls.cluster.add_nodes([kc.gfd_node("gpu-t4-1", "535.129.03", "7.5", T4, "12.2"),
                                kc.gfd_node("gpu-a100-1", "550.54.15", "8.0", A100, "12.4")])
         cls.cluster.namespace("research")
@@ -559,7 +520,7 @@ class DashboardPanelsTest(kc.ClusterTestCase):
                       "the background audit to judge the pods and write a report", timeout=120)
 
         before = self.inventory_counters()
-        kill_apiserver(self.cluster)
+        kc.kill_apiserver(self.cluster)
         # cluster.sh up starts only what is not running: the API server on
         # the same etcd.
         self.cluster.up()

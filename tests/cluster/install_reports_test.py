@@ -29,14 +29,12 @@ import re
 import shutil
 import subprocess
 import sys
-import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 
 import harness  # noqa: E402
 import kube_cluster as kc  # noqa: E402
 
-CRDS = os.path.join(kc.SOURCE, "build", "cluster", "crds")
 T4 = "Tesla-T4"
 A100 = "NVIDIA-A100-SXM4-80GB"
 SERVICE_ACCOUNT = "system:serviceaccount:cudagate-system:cudagate"
@@ -48,57 +46,13 @@ WEBHOOK_KINDS = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration
 OVERLAYS = ["self-signed", "cert-manager", "policy-patch", "prometheus", "write-reports",
             "local"]
 T4_MESSAGE = "driver 535.129.03 supports up to CUDA 12.2"
-# Exit status of scripts/cluster-crds.sh when a module cannot be downloaded.
-NO_PROXY = 69
-
-
-def cluster_crds():
-    """scripts/cluster-crds.sh into build/cluster/crds. Where the Go module
-    proxy cannot be reached the tests are skipped, except under CI=true."""
-    out = subprocess.run([os.path.join(kc.SOURCE, "scripts", "cluster-crds.sh"), CRDS],
-                         capture_output=True, text=True, timeout=900, check=False)
-    if out.returncode == NO_PROXY and os.environ.get("CI") != "true":
-        raise unittest.SkipTest("the Go module proxy cannot be reached for the CRDs "
-                                f"(scripts/cluster-crds.sh): {out.stderr.strip()[-300:]}")
-    if out.returncode != 0:
-        raise AssertionError(f"scripts/cluster-crds.sh failed:\n{out.stdout}\n{out.stderr}")
-    sys.stderr.write(out.stdout)
-
-
-def apply_crds(cluster, files):
-    """Applies CRD files of build/cluster/crds and waits until the API server
-    serves each (its Established condition)."""
-    args = ["apply", "--server-side", "-o", "name"]
-    for name in files:
-        args += ["-f", os.path.join(CRDS, name)]
-    names = cluster.kubectl(*args).stdout.split()
-    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
-    return names
-
-
-def items(text):
-    """The objects of kubectl's JSON output: one object, a List, or (for
-    several documents) objects one after another."""
-    decoder = json.JSONDecoder()
-    found, at = [], 0
-    text = text.strip()
-    while at < len(text):
-        document, at = decoder.raw_decode(text, at)
-        found += document["items"] if "items" in document else [document]
-        while at < len(text) and text[at].isspace():
-            at += 1
-    return found
 
 
 def decode(cluster, text):
     """The objects of YAML documents, decoded by kubectl (no parsing here)."""
     out = cluster.kubectl("create", "--dry-run=client", "--validate=false", "-o", "json",
                           "-f", "-", stdin=text)
-    return items(out.stdout)
-
-
-def identity(obj):
-    return (obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+    return kc.items(out.stdout)
 
 
 def missing(written, stored, path=""):
@@ -146,9 +100,9 @@ class InstallTest(kc.ClusterTestCase):
 
     @classmethod
     def setUpClass(cls):
-        cluster_crds()
+        kc.cluster_crds()
         super().setUpClass()
-        apply_crds(cls.cluster, sorted(os.listdir(CRDS)))
+        kc.apply_crds(cls.cluster, sorted(os.listdir(kc.CRDS)))
         cls.work = os.path.join(cls.tmp, "work")
         tree = os.path.join(cls.work, "manifests")
         shutil.copytree(os.path.join(kc.SOURCE, "manifests"), tree,
@@ -188,16 +142,17 @@ class InstallTest(kc.ClusterTestCase):
         out = self.cluster.kubectl("apply", "--server-side", "-o", "json", "-f", "-",
                                    stdin=text, check=False)
         self.assertEqual(out.returncode, 0, out.stderr)
-        applied = items(out.stdout)
-        self.assertEqual(sorted(map(identity, applied)), sorted(map(identity, written)))
+        applied = kc.items(out.stdout)
+        self.assertEqual(sorted(map(kc.identity, applied)), sorted(map(kc.identity, written)))
         # Read back from the server, not from the apply's answer.
         out = self.cluster.kubectl("get", "-o", "json", "-f", "-", stdin=text)
-        stored = {identity(o): o for o in items(out.stdout)}
+        stored = {kc.identity(o): o for o in kc.items(out.stdout)}
         for obj in written:
-            key = identity(obj)
+            key = kc.identity(obj)
             self.assertIn(key, stored)
             self.assertEqual(missing(obj, stored[key]), [], key)
-        configs = {o["kind"]: stored[identity(o)] for o in written if o["kind"] in WEBHOOK_KINDS}
+        configs = {o["kind"]: stored[kc.identity(o)] for o in written
+                   if o["kind"] in WEBHOOK_KINDS}
         self.assertEqual(sorted(configs), sorted(WEBHOOK_KINDS))
         for kind, config in configs.items():
             got = self.cluster.kubectl("get", kind.lower(), "cudagate", "-o", "json")
@@ -256,12 +211,13 @@ class ReportsTest(kc.ClusterTestCase):
 
     @classmethod
     def setUpClass(cls):
-        cluster_crds()
+        kc.cluster_crds()
         super().setUpClass()
         cluster = cls.cluster
-        apply_crds(cluster, ["wgpolicyk8s.io_policyreports.yaml",
-                             "wgpolicyk8s.io_clusterpolicyreports.yaml",
-                             "openreports.io_reports.yaml", "openreports.io_clusterreports.yaml"])
+        kc.apply_crds(cluster, ["wgpolicyk8s.io_policyreports.yaml",
+                                "wgpolicyk8s.io_clusterpolicyreports.yaml",
+                                "openreports.io_reports.yaml",
+                                "openreports.io_clusterreports.yaml"])
         # A T4 on driver 535 (CUDA 12.2) and an A100 on 550 (CUDA 12.4).
         cluster.add_nodes([kc.gfd_node("gpu-t4-1", "535.129.03", "7.5", T4, "12.2"),
                            kc.gfd_node("gpu-a100-1", "550.54.15", "8.0", A100, "12.4")])

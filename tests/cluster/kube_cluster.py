@@ -1,8 +1,10 @@
 """What the cluster tests share: a real control plane of their own
 (scripts/cluster.sh, on free loopback ports and in a folder of the test's),
-kubectl and a REST client on it, GPU nodes made from a fleet description,
-and cudagate installed through manifests/overlays/local, running as a
-process with its own ServiceAccount's token.
+kubectl and a REST client on it, the API server SIGKILLed, the CRDs of
+scripts/cluster-crds.sh installed, kubectl's JSON output read as objects,
+GPU nodes made from a fleet description, and cudagate installed through
+manifests/overlays/local, running as a process with its own
+ServiceAccount's token.
 
 There is no kubelet. A node is a Node object: the test writes its labels and
 taints, then its status (capacity, allocatable and a Ready condition), and
@@ -19,9 +21,11 @@ import os
 import random
 import re
 import shutil
+import signal
 import socket
 import ssl
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -307,6 +311,70 @@ class Cluster:
                 return [json.loads(line) for line in f if line.strip()]
         except FileNotFoundError:
             return []
+
+
+# --- the API server, its CRDs and kubectl's output ----------------------------
+
+CRDS = os.path.join(SOURCE, "build", "cluster", "crds")
+# Exit status of scripts/cluster-crds.sh when a module cannot be downloaded.
+NO_PROXY = 69
+
+
+def kill_apiserver(cluster):
+    """SIGKILLs kube-apiserver (no graceful close of its watches) and waits
+    until it is gone, so that `cluster.sh up` starts it again."""
+    pid = cluster.pid("kube-apiserver")
+    os.kill(pid, signal.SIGKILL)
+
+    def gone():
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
+    wait_until(gone, f"kube-apiserver (PID {pid}) to exit and be reaped")
+
+
+def cluster_crds():
+    """scripts/cluster-crds.sh into build/cluster/crds. Where the Go module
+    proxy cannot be reached the tests are skipped, except under CI=true."""
+    out = subprocess.run([os.path.join(SOURCE, "scripts", "cluster-crds.sh"), CRDS],
+                         capture_output=True, text=True, timeout=900, check=False)
+    if out.returncode == NO_PROXY and os.environ.get("CI") != "true":
+        raise unittest.SkipTest("the Go module proxy cannot be reached for the CRDs "
+                                f"(scripts/cluster-crds.sh): {out.stderr.strip()[-300:]}")
+    if out.returncode != 0:
+        raise AssertionError(f"scripts/cluster-crds.sh failed:\n{out.stdout}\n{out.stderr}")
+    sys.stderr.write(out.stdout)
+
+
+def apply_crds(cluster, files):
+    """Applies CRD files of build/cluster/crds and waits until the API server
+    serves each (its Established condition)."""
+    args = ["apply", "--server-side", "-o", "name"]
+    for name in files:
+        args += ["-f", os.path.join(CRDS, name)]
+    names = cluster.kubectl(*args).stdout.split()
+    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
+    return names
+
+
+def items(text):
+    """The objects of kubectl's JSON output: one object, a List, or (for
+    several documents) objects one after another."""
+    decoder = json.JSONDecoder()
+    found, at = [], 0
+    text = text.strip()
+    while at < len(text):
+        document, at = decoder.raw_decode(text, at)
+        found += document["items"] if "items" in document else [document]
+        while at < len(text) and text[at].isspace():
+            at += 1
+    return found
+
+
+def identity(obj):
+    return (obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
 
 
 # --- fleets -------------------------------------------------------------------

@@ -27,7 +27,6 @@ import base64
 import http.client
 import json
 import os
-import signal
 import ssl
 import sys
 import threading
@@ -206,20 +205,6 @@ class LiveFleetTest(kc.ClusterTestCase):
     def log_offset(self):
         return os.path.getsize(self.gate.log_path)
 
-    def kill_apiserver(self):
-        """SIGKILLs kube-apiserver (no graceful close of its watches) and
-        waits until it is gone, so that `cluster.sh up` starts it again."""
-        pid = self.cluster.pid("kube-apiserver")
-        os.kill(pid, signal.SIGKILL)
-
-        def gone():
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                return True
-            return False
-        kc.wait_until(gone, f"kube-apiserver (PID {pid}) to exit and be reaped")
-
     def restart_apiserver(self):
         """scripts/cluster.sh up starts only what is not running: the API
         server on the same etcd (and the scheduler or controller manager,
@@ -298,7 +283,7 @@ class LiveFleetTest(kc.ClusterTestCase):
         before = self.counters()
         offset = self.log_offset()
 
-        self.kill_apiserver()
+        kc.kill_apiserver(self.cluster)
         # cudagate has seen the connection go: it backs off and asks again.
         kc.wait_until(lambda: "API server: retrying in" in self.log_since(offset),
                       "cudagate to notice the API server is gone")
@@ -372,7 +357,7 @@ class LiveFleetTest(kc.ClusterTestCase):
         self.addCleanup(restore_binding)
         self.cluster.delete("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/cudagate")
         offset = self.log_offset()
-        self.kill_apiserver()
+        kc.kill_apiserver(self.cluster)
         self.addCleanup(self.cluster.up)  # whatever happens, the next test has an API server
         self.restart_apiserver()
         kc.wait_until(lambda: "API server answered 403 a watch of nodes" in
@@ -410,7 +395,7 @@ class LiveFleetTest(kc.ClusterTestCase):
         # ERROR event "too old resource version" in a 200 stream. (Had it
         # kept running, the gap's node events would still be in its cache,
         # and a watch from before the gap could have been resumed.)
-        self.kill_apiserver()
+        kc.kill_apiserver(self.cluster)
         self.restart_apiserver()
         watched = self.cluster.kubectl(
             "get", "--raw",
