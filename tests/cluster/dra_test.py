@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Dynamic Resource Allocation through the real control plane: a mixed fleet
 of GPU nodes whose devices are published as ResourceSlices of NVIDIA's DRA
-driver (gpu.nvidia.com, attributes shaped as ../shared/fixtures/dra's
-capture from a real H100 cluster), a DeviceClass as NVIDIA's chart writes
+driver (gpu.nvidia.com, attributes shaped as the capture from a real
+H100 cluster in tests/fixtures/dra), a DeviceClass as NVIDIA's chart writes
 it, and pods that claim one GPU each through a ResourceClaimTemplate.
 kube-controller-manager's resourceclaim controller makes each pod's
 ResourceClaim; kube-scheduler v1.37's DynamicResources plugin allocates it

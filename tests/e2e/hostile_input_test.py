@@ -5,7 +5,8 @@ and none of them may grow with it.
 
 The API server validates an object's name only after the mutating webhooks
 have run, so `/mutate` can be sent a name of any length; each review here is
-shaped as the captures in ../shared/fixtures/ are and posted over TLS.
+shaped as the captures in tests/fixtures/admission/captured are and posted
+over TLS.
 
     python3 hostile_input_test.py --binary build/release/cudagate --source .
 """

@@ -20,8 +20,9 @@
   the binary is run inside it with chroot).
 
 There is no kube-apiserver here: the selector and CEL semantics are the API
-server's as ../shared/reference/admission-contract.md states them, evaluated
-by real implementations where one exists. A tool that is missing skips its
+server's (k8s.io/apiserver's webhook dispatchers and matchConditions),
+evaluated by real implementations where one exists; tests/cluster applies
+the same manifests to a real API server. A tool that is missing skips its
 tests with the reason, except under CI=true, where it fails them.
 
     python3 manifests_test.py --binary build/release/cudagate --source .
@@ -670,8 +671,8 @@ class CelTest(ManifestTest):
         reviews = sorted(glob.glob(os.path.join(SOURCE, "tests", "fixtures", "admission",
                                                 "*.json")))
         reviews += sorted(glob.glob(os.path.join(SOURCE, "examples", "reviews", "*.json")))
-        shared = os.path.join(SOURCE, "..", "shared", "fixtures", "admission")
-        reviews += sorted(glob.glob(os.path.join(shared, "*.json")))
+        reviews += sorted(glob.glob(os.path.join(SOURCE, "tests", "fixtures", "admission",
+                                                 "captured", "*.json")))
         for path in reviews:
             if "bad-types" in path:
                 continue  # the API server refuses such an object before admission
@@ -682,7 +683,7 @@ class CelTest(ManifestTest):
                     gvk(request["object"]) in POD_KINDS:
                 found.append((os.path.relpath(path, SOURCE), request, None))
         # DRA: pods asking for a GPU only through a resource claim, as the pods
-        # of ../shared/fixtures/dra's cluster did (resourceClaimName
+        # of the captured H100 cluster (tests/fixtures/dra) did (resourceClaimName
         # isolated-gpu; the devices are its gpu.nvidia.com slice's).
         claim_spec = {
             "resourceClaims": [{"name": "gpu", "resourceClaimName": "isolated-gpu"}],
