@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "policy/arch_list.h"
-#include "policy/dra.h"
+#include "policy/dra_selector.h"
 #include "policy/metadata.h"
 #include "policy/requirement.h"
 #include "policy/rules.h"

@@ -9,7 +9,7 @@
 // it counts extended resources. ResourceClaims and ResourceClaimTemplates
 // become the device requests of the pods that name them; a request's CEL
 // selectors are evaluated on a device kind where they are written in the
-// subset read here (dra_selector), else the request is judged as able to
+// subset policy/dra_selector.h reads, else the request is judged as able to
 // take any device of its class, and the decision says which.
 //
 // resource.k8s.io/v1 (Kubernetes 1.34+), v1beta2 (1.33) and v1beta1 (1.32)
@@ -18,13 +18,12 @@
 
 #include <cstdint>
 #include <map>
-#include <memory>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "policy/dra_selector.h"
 #include "policy/node.h"
 #include "policy/pod.h"
 #include "types/expected.h"
@@ -129,26 +128,6 @@ class ClaimCatalog {
 // Every ResourceClaim and ResourceClaimTemplate in a JSON or YAML text
 // (single objects, several documents, Lists); other kinds are skipped.
 Expected<std::vector<ClaimSpec>> parse_claims(std::string_view text, std::string_view source);
-
-// A CEL selector in the subset cudagate evaluates: `&&`, `||`, `!`,
-// parentheses, `device.driver`, attributes as
-// `device.attributes["domain"].name` compared with ==, != to string,
-// integer and boolean literals, and version attributes through
-// `.compareTo(semver("x.y.z")) <op> n`, `.isGreaterThan(semver(..))`,
-// `.isLessThan(semver(..))`, or == / != against semver(..).
-class DraSelector {
- public:
-  // nullopt, with the reason in `why`, when the text is outside the subset.
-  static std::optional<DraSelector> parse(std::string_view text, std::string* why);
-  // True or false on a kind; nullopt where CEL would stop with an error
-  // (an attribute the device does not have, a comparison of other types).
-  [[nodiscard]] std::optional<bool> matches(const DeviceKind& kind) const;
-
-  struct Node;
-
- private:
-  std::shared_ptr<const Node> root_;
-};
 
 // What a pod's claims ask for, as evaluate() needs it.
 struct ClaimUse {

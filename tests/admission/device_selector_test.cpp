@@ -9,7 +9,7 @@
 
 #include "admission/rule_pin.h"
 #include "compat-db/compat_db.h"
-#include "policy/dra.h"
+#include "policy/dra_selector.h"
 #include "policy/evaluate.h"
 #include "policy/inventory.h"
 #include "tests/support/dra_fixture.h"

@@ -10,6 +10,7 @@
 
 #include "compat-db/compat_db.h"
 #include "policy/dra.h"
+#include "policy/dra_selector.h"
 #include "policy/evaluate.h"
 #include "policy/inventory.h"
 
