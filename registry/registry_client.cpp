@@ -1,6 +1,6 @@
 // The registry client's I/O: lookups as coroutines on the io_context that
 // perform what ImageLookup asks, over a bounded pool of kept-alive
-// connections; the cache and the lookups in flight behind one mutex.
+// connections; the ImageCache and the lookups in flight behind one mutex.
 #include "registry/registry_client.h"
 
 #include <openssl/ssl.h>
@@ -22,7 +22,6 @@
 #include <boost/beast/ssl.hpp>
 #include <deque>
 #include <fstream>
-#include <list>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -30,6 +29,7 @@
 
 #include "policy/image_ref.h"
 #include "registry/auth.h"
+#include "registry/image_cache.h"
 #include "registry/image_lookup.h"
 #include "registry/manifest.h"
 
@@ -112,7 +112,8 @@ std::optional<std::string> read_file(const std::string& path) {
 }  // namespace
 
 struct RegistryClient::Impl : std::enable_shared_from_this<RegistryClient::Impl> {
-  Impl(net::io_context& context, RegistryObserver* watcher) : ioc(context), observer(watcher) {}
+  Impl(net::io_context& context, RegistryObserver* watcher)
+      : ioc(context), observer(watcher), cache(settings.max_cache_entries, settings.cache_ttl) {}
 
   // One kept-alive connection to one host.
   struct Connection {
@@ -123,12 +124,6 @@ struct RegistryClient::Impl : std::enable_shared_from_this<RegistryClient::Impl>
   };
   using ConnectionPtr = std::unique_ptr<Connection>;
 
-  struct Entry {
-    std::shared_ptr<const ImageConfig> config;
-    std::string failure;
-    Clock::time_point fresh_until;
-    std::list<std::string>::iterator lru;
-  };
   struct Inflight {
     std::vector<std::function<void()>> waiters;
   };
@@ -146,12 +141,7 @@ struct RegistryClient::Impl : std::enable_shared_from_this<RegistryClient::Impl>
   struct timespec docker_config_mtime {};
   bool docker_config_warned = false;
 
-  std::unordered_map<std::string, Entry> entries;
-  std::list<std::string> entries_lru;  // front: most recent
-  std::unordered_map<
-      std::string, std::pair<std::shared_ptr<const ImageConfig>, std::list<std::string>::iterator>>
-      configs;
-  std::list<std::string> configs_lru;
+  ImageCache cache;
   std::unordered_map<std::string, std::shared_ptr<Inflight>> inflight;
   std::map<std::string, Clock::time_point, std::less<>> blocked_hosts;  // 429
   std::map<std::pair<bool, std::string>, std::vector<ConnectionPtr>> idle;
@@ -163,61 +153,9 @@ struct RegistryClient::Impl : std::enable_shared_from_this<RegistryClient::Impl>
 
   // --- cache ---------------------------------------------------------------
 
-  std::size_t bound() const { return std::max<std::size_t>(1, settings.max_cache_entries); }
-
-  void touch_entry(Entry& e) { entries_lru.splice(entries_lru.begin(), entries_lru, e.lru); }
-
-  void store_entry(const std::string& key, std::shared_ptr<const ImageConfig> config,
-                   std::string failure, Clock::time_point fresh_until) {
-    auto it = entries.find(key);
-    if (it == entries.end()) {
-      entries_lru.push_front(key);
-      it = entries.emplace(key, Entry{}).first;
-      it->second.lru = entries_lru.begin();
-    } else {
-      touch_entry(it->second);
-    }
-    // A failure never replaces a config: a registry that fails a re-check
-    // leaves the config it gave before (refreshed again after kFailureTtl).
-    if (config == nullptr && it->second.config != nullptr) {
-      it->second.fresh_until = fresh_until;
-    } else {
-      it->second.config = std::move(config);
-      it->second.failure = std::move(failure);
-      it->second.fresh_until = fresh_until;
-    }
-    trim();
-  }
-
-  void store_config(const std::shared_ptr<const ImageConfig>& config) {
-    if (config->digest.empty()) return;
-    auto it = configs.find(config->digest);
-    if (it != configs.end()) {
-      configs_lru.splice(configs_lru.begin(), configs_lru, it->second.second);
-      return;
-    }
-    configs_lru.push_front(config->digest);
-    configs.emplace(config->digest, std::make_pair(config, configs_lru.begin()));
-    trim();
-  }
-
-  void trim() {
-    while (entries.size() > bound()) {
-      entries.erase(entries_lru.back());
-      entries_lru.pop_back();
-    }
-    while (configs.size() > bound()) {
-      configs.erase(configs_lru.back());
-      configs_lru.pop_back();
-    }
-  }
-
   std::shared_ptr<const ImageConfig> known_config(std::string_view digest) {
     std::lock_guard lock(mutex);
-    const auto it = configs.find(std::string(digest));
-    if (it == configs.end()) return nullptr;
-    configs_lru.splice(configs_lru.begin(), configs_lru, it->second.second);
-    return it->second.first;
+    return cache.config(std::string(digest));
   }
 
   // --- credentials ---------------------------------------------------------
@@ -492,13 +430,10 @@ struct RegistryClient::Impl : std::enable_shared_from_this<RegistryClient::Impl>
       std::lock_guard lock(mutex);
       const auto now = Clock::now();
       if (const auto* config = std::get_if<ImageLookup::ConfigPtr>(&step)) {
-        store_config(*config);
-        const auto fresh = ref.digest.empty() ? now + settings.cache_ttl : Clock::time_point::max();
-        store_entry(key, *config, "", fresh);
+        cache.found(key, *config, !ref.digest.empty(), now);
       } else if (const auto* failure = std::get_if<LookupFailure>(&step)) {
         result = std::string(to_string(failure->kind));
-        const auto ttl = std::max<std::chrono::seconds>(kFailureTtl, failure->retry_after);
-        store_entry(key, nullptr, failure->message, now + ttl);
+        cache.failed(key, failure->message, failure->retry_after, now);
         // What a person must fix (credentials, a registry serving bad
         // content, a rate limit) is a warning; an image that is not there,
         // or a registry out of reach, is ordinary for public images.
@@ -520,8 +455,8 @@ struct RegistryClient::Impl : std::enable_shared_from_this<RegistryClient::Impl>
       std::size_t stored = 0;
       {
         std::lock_guard lock(mutex);
-        images = entries.size();
-        stored = configs.size();
+        images = cache.images();
+        stored = cache.configs();
       }
       observer->registry_cache_size(images, stored);
     }
@@ -545,7 +480,7 @@ struct RegistryClient::Impl : std::enable_shared_from_this<RegistryClient::Impl>
       const std::string why =
           !ref ? "image reference " + std::string(image) + ": " + ref.error().str()
                : parsed_platform.error().str();
-      store_entry(key, nullptr, why, Clock::now() + std::chrono::hours(24));
+      cache.failed(key, why, std::chrono::hours(24), Clock::now());
       if (waiter) net::post(ioc, std::move(waiter));
       return;
     }
@@ -608,13 +543,13 @@ std::optional<Error> RegistryClient::configure(const RegistrySettings& settings)
   impl_->tls_context = std::move(context);
   impl_->tls_ca_file = settings.ca_file;
   impl_->configured = true;
-  impl_->trim();
+  impl_->cache.configure(settings.max_cache_entries, settings.cache_ttl);
   return std::nullopt;
 }
 
 RegistryClient::Answer RegistryClient::cached(std::string_view image, std::string_view platform) {
   Answer answer;
-  const char* event = "miss";
+  ImageCache::Answer::Result result = ImageCache::Answer::Result::miss;
   {
     std::lock_guard lock(impl_->mutex);
     if (!impl_->configured || !impl_->settings.enabled) {
@@ -623,27 +558,20 @@ RegistryClient::Answer RegistryClient::cached(std::string_view image, std::strin
       return answer;
     }
     const std::string key = cache_key(image, platform);
-    const auto it = impl_->entries.find(key);
-    if (it != impl_->entries.end()) {
-      Impl::Entry& e = it->second;
-      impl_->touch_entry(e);
-      const bool fresh = Clock::now() < e.fresh_until;
-      if (e.config) {
-        answer.state = Answer::State::found;
-        answer.config = e.config;
-        event = fresh ? "hit" : "stale";
-        if (!fresh) impl_->start_locked(key, image, platform, {});
-      } else {
-        // A failure, even an old one, is not waited for again: the image
-        // is judged without a config while it is asked once more.
-        answer.state = Answer::State::absent;
-        answer.reason = e.failure;
-        event = "failure";
-        if (!fresh) impl_->start_locked(key, image, platform, {});
-      }
+    ImageCache::Answer known = impl_->cache.find(key, Clock::now());
+    result = known.result;
+    if (known.config) {
+      answer.state = Answer::State::found;
+      answer.config = std::move(known.config);
+    } else if (result == ImageCache::Answer::Result::failure) {
+      // A failure, even an old one, is not waited for again: the image
+      // is judged without a config while it is asked once more.
+      answer.state = Answer::State::absent;
+      answer.reason = std::move(known.failure);
     }
+    if (known.ask_again) impl_->start_locked(key, image, platform, {});
   }
-  if (impl_->observer != nullptr) impl_->observer->registry_cache(event);
+  if (impl_->observer != nullptr) impl_->observer->registry_cache(to_string(result));
   return answer;
 }
 
@@ -672,9 +600,7 @@ void RegistryClient::lookup(const std::vector<ImageWanted>& wanted,
     std::lock_guard lock(impl_->mutex);
     for (const ImageWanted& w : wanted) {
       const std::string key = cache_key(w.image, w.platform);
-      const auto it = impl_->entries.find(key);
-      if (!impl_->settings.enabled ||
-          (it != impl_->entries.end() && Clock::now() < it->second.fresh_until)) {
+      if (!impl_->settings.enabled || impl_->cache.fresh(key, Clock::now())) {
         one_done();
         continue;
       }
@@ -691,12 +617,12 @@ void RegistryClient::lookup(const std::vector<ImageWanted>& wanted,
 
 std::size_t RegistryClient::cached_images() const {
   std::lock_guard lock(impl_->mutex);
-  return impl_->entries.size();
+  return impl_->cache.images();
 }
 
 std::size_t RegistryClient::cached_configs() const {
   std::lock_guard lock(impl_->mutex);
-  return impl_->configs.size();
+  return impl_->cache.configs();
 }
 
 Expected<std::vector<RegistryClient::Answer>> look_up_once(const RegistrySettings& settings,

@@ -7,8 +7,9 @@
 //                                 that the image has none to give (a lookup
 //                                 failed, registry disabled), or a miss.
 //                                 A config whose tag is older than cacheTTL,
-//                                 or a failure older than kFailureTtl, is
-//                                 still answered and asked again in the
+//                                 or a failure older than
+//                                 ImageCache::kFailureTtl, is still
+//                                 answered and asked again in the
 //                                 background: an image is waited for once,
 //                                 on its first admission, never on re-checks.
 //   lookup(wanted, budget, done)  fetches what is missed; concurrent lookups
@@ -18,11 +19,11 @@
 //                                 or the budget passed; lookups still running
 //                                 then go on and fill the cache.
 //
-// Cache: the image's resolution (image as written + platform -> the config)
-// for cacheTTL when named by tag and for good when named by digest; configs
-// by digest; both LRU within maxCacheEntries; failures for kFailureTtl (a
-// 429 for as long as its Retry-After asks, during which that registry host
-// is not asked at all).
+// Cache (registry/image_cache.h): the image's resolution (image as written
+// + platform -> the config) for cacheTTL when named by tag and for good when
+// named by digest; configs by digest; both LRU within maxCacheEntries;
+// failures for ImageCache::kFailureTtl (a 429 for as long as its Retry-After
+// asks, during which that registry host is not asked at all).
 //
 // Connections: at most kMaxConnections at once, kept alive and reused per
 // host; TLS verified against the system CAs and registry.caFile, with the
@@ -65,7 +66,6 @@ class RegistryObserver {
 
 class RegistryClient {
  public:
-  static constexpr std::chrono::seconds kFailureTtl{30};
   static constexpr std::size_t kMaxConnections = 32;
   static constexpr std::chrono::seconds kRequestTimeout{20};
 
