@@ -346,6 +346,11 @@ WebhookMetrics::WebhookMetrics(std::string_view version, std::string_view compat
                                         "matrix does not know a driver branch, product, CUDA "
                                         "release or compute capability, by rule.",
                                         {"rule"})),
+      findings_(registry_.counter("cudagate_admission_findings_total",
+                                  "Admissions whose decision came with findings of a rule "
+                                  "(cuda-driver, gpu-arch, gpu-feature), by rule and decision; "
+                                  "once per admission and rule (requests with dryRun excluded).",
+                                  {"rule", "decision"})),
       inconsistent_nodes_(registry_.gauge(
           "cudagate_inventory_inconsistent_nodes",
           "Inventory nodes whose facts cannot all be true, such as a driver newer than the last "
@@ -356,6 +361,9 @@ WebhookMetrics::WebhookMetrics(std::string_view version, std::string_view compat
   inconsistent_nodes_.touch({});
   gap_admissions_.touch({"cuda-driver"});
   gap_admissions_.touch({"gpu-arch"});
+  for (const char* rule : {"cuda-driver", "gpu-arch", "gpu-feature"}) {
+    for (const char* decision : {"deny", "warn"}) findings_.touch({rule, decision});
+  }
   duration_.touch({"validate"});
   duration_.touch({"mutate"});
   for (const char* state : {"total", "gpu", "unknown"}) nodes_.touch({state});
@@ -488,6 +496,10 @@ void WebhookMetrics::matrix_gaps(
 
 void WebhookMetrics::inconsistent_nodes(std::size_t nodes) {
   inconsistent_nodes_.set({}, static_cast<double>(nodes));
+}
+
+void WebhookMetrics::admission_finding(std::string_view rule, std::string_view decision) {
+  findings_.add({rule, decision});
 }
 
 void WebhookMetrics::matrix_gap_admission(std::string_view rule) {

@@ -165,6 +165,10 @@ class WebhookMetrics : public RegistryObserver {
   void inconsistent_nodes(std::size_t nodes);
   // An admission that met a gap in the matrix, by the rule that met it.
   void matrix_gap_admission(std::string_view rule);
+  // An admission whose decision (deny, warn, patch, ...) came with findings
+  // of `rule`: once per admission and rule, so that denials can be told
+  // apart by the rule behind them.
+  void admission_finding(std::string_view rule, std::string_view decision);
 
   [[nodiscard]] std::string render() const { return registry_.render(); }
 
@@ -194,6 +198,7 @@ class WebhookMetrics : public RegistryObserver {
   MetricFamily& compat_db_info_;
   MetricFamily& gap_nodes_;
   MetricFamily& gap_admissions_;
+  MetricFamily& findings_;
   MetricFamily& inconsistent_nodes_;
 
   std::mutex matrix_mutex_;  // guards what follows

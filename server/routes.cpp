@@ -4,8 +4,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <array>
 #include <boost/beast/core/string.hpp>
 #include <chrono>
+#include <cstddef>
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -133,6 +135,21 @@ void count_lookups(const Decision& decision, WebhookMetrics& metrics) {
   if (arch_gap) metrics.matrix_gap_admission(kRuleGpuArch);
 }
 
+// The rules behind an admission's findings, each counted once with the
+// decision they came with (deny, warn, ...): the denials by rule.
+void count_findings(const Decision& record, std::string_view decision, WebhookMetrics& metrics) {
+  constexpr std::array<std::string_view, 3> kRules{kRuleCudaDriver, kRuleGpuArch, kRuleGpuFeature};
+  std::array<bool, kRules.size()> seen{};
+  for (const auto& group : record.groups) {
+    for (const Finding& finding : group.findings) {
+      for (std::size_t i = 0; i < kRules.size(); ++i) seen.at(i) |= finding.rule == kRules.at(i);
+    }
+  }
+  for (std::size_t i = 0; i < kRules.size(); ++i) {
+    if (seen.at(i)) metrics.admission_finding(kRules.at(i), decision);
+  }
+}
+
 std::string error_message_of(const std::string& body) {
   const auto json = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (json.is_object() && json.contains("error") && json["error"].is_string()) {
@@ -194,6 +211,7 @@ HttpResponse record(AdmissionOutcome&& outcome, std::string_view endpoint_name,
   metrics.admission(endpoint_name, verdict, decision, effective_mode, seconds);
   if (outcome.record) {
     count_lookups(*outcome.record, metrics);
+    count_findings(*outcome.record, decision, metrics);
     state.reports().record(std::move(*outcome.record));
   }
 

@@ -15,6 +15,7 @@ when a test fails.
 import http.client
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -429,6 +430,18 @@ class TransportTest(ServerTestCase):
         expiry = metric_value(text, "cudagate_tls_certificate_expiry_timestamp_seconds")
         self.assertGreater(expiry, time.time() + 300 * 86400)
         self.assertEqual(metric_value(text, "cudagate_build_info"), 1)
+        # Denials by rule: both admissions found the T4's driver too old for
+        # CUDA 12.4 and nothing else, each counted once with its decision.
+        findings = {}
+        for line in text.splitlines():
+            m = re.match(r'^cudagate_admission_findings_total\{rule="([^"]+)",'
+                         r'decision="([^"]+)"\} (\S+)$', line)
+            if m:
+                findings[m.group(1), m.group(2)] = float(m.group(3))
+        by_rule = {}
+        for (rule, _), value in findings.items():
+            by_rule[rule] = by_rule.get(rule, 0) + value
+        self.assertEqual(by_rule, {"cuda-driver": 2, "gpu-arch": 0, "gpu-feature": 0}, findings)
         assert_promtool_accepts(self, text)
 
 
