@@ -108,11 +108,14 @@ HttpResponse method_not_allowed(std::string_view allowed) {
   return res;
 }
 
-// Container metadata counted per value: cuda and archs always (found or
-// not: an unknown value is what the counter must show), require when the
-// image declares one.
-void count_lookups(const Decision& decision, WebhookMetrics& metrics) {
-  for (const auto& container : decision.containers) {
+// What one recorded admission adds to the metrics beside its request:
+// container metadata per value (cuda and archs always, found or not: an
+// unknown value is what the counter must show; require when the image
+// declares one), and, in one pass over the findings, the rules that met a
+// gap in the matrix and the rules behind the decision (deny, warn, ...),
+// each once per admission.
+void count_record(const Decision& record, std::string_view decision, WebhookMetrics& metrics) {
+  for (const auto& container : record.containers) {
     if (!container.gpu) continue;
     for (const SourcedValue* value : {&container.cuda, &container.archs}) {
       metrics.metadata_lookup(value->value.empty() ? "unknown" : value->source,
@@ -122,31 +125,20 @@ void count_lookups(const Decision& decision, WebhookMetrics& metrics) {
       metrics.metadata_lookup(container.require.source, "found");
     }
   }
-  // Once per admission and rule that met a gap in the matrix.
+  constexpr std::array<std::string_view, 3> kRules{kRuleCudaDriver, kRuleGpuArch, kRuleGpuFeature};
+  std::array<bool, kRules.size()> found{};
   bool driver_gap = false;
   bool arch_gap = false;
-  for (const auto& group : decision.groups) {
+  for (const auto& group : record.groups) {
     for (const Finding& finding : group.findings) {
-      if (!finding.matrix_gap()) continue;
-      (finding.rule == kRuleCudaDriver ? driver_gap : arch_gap) = true;
+      for (std::size_t i = 0; i < kRules.size(); ++i) found.at(i) |= finding.rule == kRules.at(i);
+      if (finding.matrix_gap()) (finding.rule == kRuleCudaDriver ? driver_gap : arch_gap) = true;
     }
   }
   if (driver_gap) metrics.matrix_gap_admission(kRuleCudaDriver);
   if (arch_gap) metrics.matrix_gap_admission(kRuleGpuArch);
-}
-
-// The rules behind an admission's findings, each counted once with the
-// decision they came with (deny, warn, ...): the denials by rule.
-void count_findings(const Decision& record, std::string_view decision, WebhookMetrics& metrics) {
-  constexpr std::array<std::string_view, 3> kRules{kRuleCudaDriver, kRuleGpuArch, kRuleGpuFeature};
-  std::array<bool, kRules.size()> seen{};
-  for (const auto& group : record.groups) {
-    for (const Finding& finding : group.findings) {
-      for (std::size_t i = 0; i < kRules.size(); ++i) seen.at(i) |= finding.rule == kRules.at(i);
-    }
-  }
   for (std::size_t i = 0; i < kRules.size(); ++i) {
-    if (seen.at(i)) metrics.admission_finding(kRules.at(i), decision);
+    if (found.at(i)) metrics.admission_finding(kRules.at(i), decision);
   }
 }
 
@@ -210,8 +202,7 @@ HttpResponse record(AdmissionOutcome&& outcome, std::string_view endpoint_name,
   const std::string_view effective_mode = or_else(outcome.mode, "none");
   metrics.admission(endpoint_name, verdict, decision, effective_mode, seconds);
   if (outcome.record) {
-    count_lookups(*outcome.record, metrics);
-    count_findings(*outcome.record, decision, metrics);
+    count_record(*outcome.record, decision, metrics);
     state.reports().record(std::move(*outcome.record));
   }
 

@@ -17,6 +17,7 @@ import urllib.request
 import yaml
 
 from harness import free_port
+from server_support import stop_process
 
 BINARY = None
 SOURCE = None
@@ -116,14 +117,7 @@ class Prometheus:
         return self
 
     def stop(self):
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_process(self.proc)
 
     def query(self, expr):
         """The result of an instant query; raises OSError while Prometheus is

@@ -14,14 +14,14 @@ harness.share_paths.
 import copy
 import json
 import os
-import signal
 import subprocess
 import uuid
 
 from apiserver_double import rbac_call, realistic_node
 from double_case import DoubleTestCase
 from harness import free_port
-from server_support import client_context, metric_value, poll_until, post, review
+from server_support import (client_context, file_tail, metric_value, poll_until, post, review,
+                            stop_process)
 
 BINARY = None
 SOURCE = None
@@ -226,22 +226,10 @@ class Webhook:
         poll_until(lambda: self.verdict(pod_spec) == expected, TIMEOUT, what)
 
     def stop(self):
-        if self.proc is None or self.proc.poll() is not None:
-            return self.proc.returncode if self.proc else None
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            return "killed after 30 s"
+        return stop_process(self.proc)
 
     def log_tail(self, lines=40):
-        try:
-            with open(self.log_path, "rb") as f:
-                return "\n".join(f.read().decode(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return ""
+        return file_tail(self.log_path, lines)
 
 
 class KubeTestCase(DoubleTestCase):

@@ -237,22 +237,10 @@ class Server:
 
     def stop(self):
         """SIGTERM; returns the exit status."""
-        if self.proc is None or self.proc.poll() is not None:
-            return self.proc.returncode if self.proc else None
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            return "killed after 30 s"
+        return stop_process(self.proc)
 
     def log_tail(self, lines=40):
-        try:
-            with open(self.log_path, "rb") as f:
-                return "\n".join(f.read().decode(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return ""
+        return file_tail(self.log_path, lines)
 
     def metrics(self):
         conn = self.connect()
@@ -262,6 +250,29 @@ class Server:
             return res.status, res.getheader("Content-Type"), res.read().decode()
         finally:
             conn.close()
+
+
+def stop_process(proc):
+    """SIGTERM, then SIGKILL after 30 s; returns the exit status (None when
+    there is no process)."""
+    if proc is None or proc.poll() is not None:
+        return proc.returncode if proc else None
+    proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return "killed after 30 s"
+
+
+def file_tail(path, lines=40):
+    """The last `lines` lines of a log file, or "" when it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            return "\n".join(f.read().decode(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
 
 
 def metric_value(text, name, **labels):
