@@ -31,19 +31,13 @@
 #include "policy/inventory.h"
 #include "policy/node.h"
 #include "policy/policy.h"
+#include "tests/support/embedded_compat_db.h"
 
 extern "C" std::size_t LLVMFuzzerMutate(std::uint8_t* data, std::size_t size, std::size_t max_size);
 
 namespace {
 
-const cudagate::CompatDb& db() {
-  static const cudagate::CompatDb loaded = [] {
-    auto d = cudagate::load_compat_db(cudagate::embedded_compat_db_files());
-    if (!d) std::abort();
-    return std::move(*d);
-  }();
-  return loaded;
-}
+using cudagate::test_support::db;
 
 // T4s on R535 and A100s on R550, tainted as GPU pools are, and a CPU node:
 // enough for every verdict, pins included.

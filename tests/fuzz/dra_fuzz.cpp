@@ -13,6 +13,7 @@
 #include "policy/dra_selector.h"
 #include "policy/evaluate.h"
 #include "policy/inventory.h"
+#include "tests/support/embedded_compat_db.h"
 
 namespace {
 
@@ -33,14 +34,7 @@ constexpr std::string_view kFleet = R"({"apiVersion":"v1","kind":"List","items":
  "productName":{"string":"NVIDIA A100-SXM4-40GB"},"cudaComputeCapability":{"version":"8.0.0"},
  "cudaDriverVersion":{"version":"12.2.0"},"driverVersion":{"version":"535.129.3"}}}}]}}]})";
 
-const cudagate::CompatDb& db() {
-  static const cudagate::CompatDb loaded = [] {
-    auto d = cudagate::load_compat_db(cudagate::embedded_compat_db_files());
-    if (!d) __builtin_trap();
-    return std::move(*d);
-  }();
-  return loaded;
-}
+using cudagate::test_support::db;
 
 const cudagate::Inventory& fleet() {
   static const cudagate::Inventory inventory = [] {

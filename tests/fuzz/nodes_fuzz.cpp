@@ -8,16 +8,11 @@
 #include "policy/inventory.h"
 #include "policy/node.h"
 #include "policy/pod.h"
+#include "tests/support/embedded_compat_db.h"
 
 namespace {
 
-const cudagate::CompatDb& db() {
-  static const cudagate::CompatDb loaded = [] {
-    auto parsed = cudagate::load_compat_db(cudagate::embedded_compat_db_files());
-    return parsed ? *parsed : cudagate::CompatDb{};
-  }();
-  return loaded;
-}
+using cudagate::test_support::db;
 
 // A GPU pod with a selector, an affinity using every operator, tolerations
 // and a GPU request: it touches each index of the inventory.

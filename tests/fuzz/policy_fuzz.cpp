@@ -7,17 +7,11 @@
 
 #include "compat-db/compat_db.h"
 #include "policy/policy.h"
+#include "tests/support/embedded_compat_db.h"
 
 namespace {
 
-const cudagate::CompatDb& db() {
-  static const cudagate::CompatDb loaded = [] {
-    auto d = cudagate::load_compat_db(cudagate::embedded_compat_db_files());
-    if (!d) std::abort();  // the embedded matrix is validated by its own tests
-    return std::move(*d);
-  }();
-  return loaded;
-}
+using cudagate::test_support::db;
 
 }  // namespace
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "compat-db/compat_db.h"
+#include "tests/support/embedded_compat_db.h"
 
 namespace cudagate {
 namespace {
@@ -80,15 +81,6 @@ CompatDb test_db() {
   for (const char* cc : {"5.3", "6.2", "7.2", "8.7", "10.1", "11.0"}) {
     db.tegra.push_back({*ComputeCapability::parse(cc), "test", "test"});
   }
-  return db;
-}
-
-const CompatDb& shipped() {
-  static const CompatDb db = [] {
-    auto loaded = load_compat_db(embedded_compat_db_files());
-    if (!loaded) ADD_FAILURE() << loaded.error().str();
-    return loaded ? *loaded : CompatDb{};
-  }();
   return db;
 }
 
@@ -665,7 +657,7 @@ TEST(TargetsNotBuiltBy, NamesWhatTheReleaseCannotBuild) {
 // its meanings, and every release's "all"/"all-major" must expand through
 // these parsers.
 TEST(ArchListWithShippedMatrix, EveryNamedGenerationAndReleaseExpands) {
-  const CompatDb& db = shipped();
+  const CompatDb& db = test_support::db();
   EXPECT_FALSE(db.architectures.empty());
   for (const NamedArchitecture& a : db.architectures) {
     SCOPED_TRACE(a.name);
@@ -745,7 +737,7 @@ TEST(ArchListAgainstPyTorch, GencodeFlagsAgreeWithCppExtension) {
   const std::set<std::string> supported = (*torch)["supported"].get<std::set<std::string>>();
   ASSERT_FALSE(named.empty()) << "the script read no named_arches";
   ASSERT_FALSE(supported.empty()) << "the script read no supported_arches";
-  const CompatDb& db = shipped();
+  const CompatDb& db = test_support::db();
 
   // A list this PyTorch cannot know: a name or a target it predates, or
   // cudagate's "(PTX)" spelling.

@@ -16,18 +16,12 @@
 #include "compat-db/compat_db.h"
 #include "policy/evaluate.h"
 #include "policy/inventory.h"
+#include "tests/support/embedded_compat_db.h"
 
 namespace cudagate {
 namespace {
 
-const CompatDb& db() {
-  static const CompatDb loaded = [] {
-    auto d = load_compat_db(embedded_compat_db_files());
-    if (!d) ADD_FAILURE() << d.error().str();
-    return d ? std::move(*d) : CompatDb{};
-  }();
-  return loaded;
-}
+using test_support::db;
 
 struct Gpu {
   const char* product;

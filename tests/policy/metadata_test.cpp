@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "compat-db/compat_db.h"
+#include "tests/support/embedded_compat_db.h"
 
 namespace cudagate {
 namespace {
@@ -19,14 +20,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-const CompatDb& db() {
-  static const CompatDb loaded = [] {
-    auto d = load_compat_db(embedded_compat_db_files());
-    if (!d) ADD_FAILURE() << d.error().str();
-    return d ? std::move(*d) : CompatDb{};
-  }();
-  return loaded;
-}
+using test_support::db;
 
 using Pairs = std::vector<std::pair<std::string, std::string>>;
 

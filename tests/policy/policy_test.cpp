@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "compat-db/compat_db.h"
+#include "tests/support/embedded_compat_db.h"
 
 namespace cudagate {
 namespace {
@@ -17,14 +18,7 @@ namespace {
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 
-const CompatDb& db() {
-  static const CompatDb loaded = [] {
-    auto d = load_compat_db(embedded_compat_db_files());
-    if (!d) ADD_FAILURE() << d.error().str();
-    return d ? std::move(*d) : CompatDb{};
-  }();
-  return loaded;
-}
+using test_support::db;
 
 Policy parse_ok(const std::string& text) {
   auto p = parse_policy(text, "policy.yaml", db());

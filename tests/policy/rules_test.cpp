@@ -10,20 +10,14 @@
 #include <vector>
 
 #include "compat-db/compat_db.h"
+#include "tests/support/embedded_compat_db.h"
 
 namespace cudagate {
 namespace {
 
 using ::testing::HasSubstr;
 
-const CompatDb& db() {
-  static const CompatDb loaded = [] {
-    auto d = load_compat_db(embedded_compat_db_files());
-    if (!d) ADD_FAILURE() << d.error().str();
-    return d ? std::move(*d) : CompatDb{};
-  }();
-  return loaded;
-}
+using test_support::db;
 
 // Node facts as derive_gpu_facts gives them; "" leaves a fact unknown.
 GpuFacts node(const std::string& driver, const std::string& max_cuda, const std::string& cc,

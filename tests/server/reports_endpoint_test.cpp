@@ -9,6 +9,7 @@
 
 #include "compat-db/compat_db.h"
 #include "server/routes.h"
+#include "tests/support/embedded_compat_db.h"
 
 namespace cudagate {
 namespace {
@@ -18,9 +19,7 @@ namespace http = boost::beast::http;
 class ReportsEndpointTest : public ::testing::Test {
  protected:
   ReportsEndpointTest() {
-    auto db = load_compat_db(embedded_compat_db_files());
-    EXPECT_TRUE(db.has_value());
-    state_ = std::make_unique<ServerState>(std::make_shared<const CompatDb>(std::move(db).value()),
+    state_ = std::make_unique<ServerState>(std::make_shared<const CompatDb>(test_support::db()),
                                            std::make_shared<const Policy>(),
                                            std::make_shared<const Inventory>());
     for (const char* ns : {"ml", "web"}) {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "compat-db/compat_db.h"
+#include "tests/support/embedded_compat_db.h"
 
 namespace cudagate {
 namespace {
@@ -42,9 +43,7 @@ class RoutesTest : public ::testing::Test {
   RoutesTest() { reset_state(); }
 
   void reset_state() {
-    auto db = load_compat_db(embedded_compat_db_files());
-    ASSERT_TRUE(db.has_value()) << db.error().str();
-    state_ = std::make_unique<ServerState>(std::make_shared<const CompatDb>(std::move(db).value()),
+    state_ = std::make_unique<ServerState>(std::make_shared<const CompatDb>(test_support::db()),
                                            std::make_shared<const Policy>(),
                                            std::make_shared<const Inventory>());
   }

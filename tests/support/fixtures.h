@@ -9,9 +9,9 @@
 #include <string>
 #include <utility>
 
-#include "compat-db/compat_db.h"
 #include "policy/inventory.h"
 #include "policy/node.h"
+#include "tests/support/embedded_compat_db.h"
 
 namespace cudagate::test_support {
 
@@ -22,15 +22,6 @@ inline std::string fixture(const std::string& name) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-inline const CompatDb& db() {
-  static const CompatDb loaded = [] {
-    auto d = load_compat_db(embedded_compat_db_files());
-    if (!d) throw std::runtime_error(d.error().str());
-    return std::move(*d);
-  }();
-  return loaded;
 }
 
 // The bytes of base64 `text` (a JSON Patch in a response); "<invalid>" when
