@@ -1,5 +1,6 @@
 // The decision's words as records and logs spell them (verdicts, outcomes, metadata sources),
-// and the owned form of NodeNames, for node lists built by hand rather than by evaluate().
+// the owned form of NodeNames, for node lists built by hand rather than by evaluate(), and
+// when two decisions are the same.
 #include "policy/decision.h"
 
 #include <algorithm>
@@ -22,6 +23,15 @@ bool operator==(const NodeNames& a, const NodeNames& b) {
 
 bool operator==(const NodeNames& a, const std::vector<std::string>& b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end());
+}
+
+bool operator==(const Decision& a, const Decision& b) {
+  return a.resource == b.resource && a.verdict == b.verdict && a.reason == b.reason &&
+         a.containers == b.containers && a.candidates == b.candidates &&
+         a.compatible == b.compatible && a.groups == b.groups &&
+         a.unknown_image == b.unknown_image && a.unknown_node == b.unknown_node &&
+         a.unknown_claim == b.unknown_claim && a.claims == b.claims &&
+         a.device_requests == b.device_requests && a.device_container == b.device_container;
 }
 
 std::string_view to_string(Verdict verdict) {

@@ -45,11 +45,15 @@ struct Finding {
   [[nodiscard]] bool matrix_gap() const {
     return unknown && std::string_view(fix).starts_with(kFixUpdateMatrix);
   }
+
+  friend bool operator==(const Finding&, const Finding&) = default;
 };
 
 struct SourcedValue {
   std::string value;  // "" when unknown
   std::string source = "unknown";
+
+  friend bool operator==(const SourcedValue&, const SourcedValue&) = default;
 };
 
 struct ContainerDecision {
@@ -60,6 +64,8 @@ struct ContainerDecision {
   SourcedValue archs;
   SourcedValue require;
   SourcedValue min_cc;
+
+  friend bool operator==(const ContainerDecision&, const ContainerDecision&) = default;
 };
 
 inline constexpr std::size_t kMaxGroupNodeNames = 20;
@@ -127,6 +133,8 @@ struct GroupDecision {
   GpuFacts facts;
   Outcome outcome = Outcome::compatible;
   std::vector<Finding> findings;
+
+  friend bool operator==(const GroupDecision&, const GroupDecision&) = default;
 };
 
 struct Decision {
@@ -153,6 +161,11 @@ struct Decision {
   // decision or a copy of it, whatever becomes of the inventory. A
   // GroupDecision copied out of a decision does not hold it.
   std::shared_ptr<const void> node_name_storage;
+
+  // Equal when every value is: which strings the node names view (and so
+  // node_name_storage) does not count. A field added above is compared there
+  // too (tests/policy/decision_test.cpp changes each one).
+  friend bool operator==(const Decision& a, const Decision& b);
 };
 
 }  // namespace cudagate

@@ -84,6 +84,8 @@ struct ResourceRef {
   std::string kind;         // "Pod", "Deployment"
   std::string namespace_;
   std::string name;
+
+  friend bool operator==(const ResourceRef&, const ResourceRef&) = default;
 };
 
 struct Workload {

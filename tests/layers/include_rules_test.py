@@ -134,9 +134,9 @@ def violations(root):
                 project = PROJECT[key] | {key}
                 libraries = set(LIBRARIES[key])
                 if is_test:
-                    # Tests also use their support headers, gtest, and the
-                    # decision record as the canonical form of a decision.
-                    project |= TEST_SUPPORT | {"report"}
+                    # Tests also use their support headers and gtest, and
+                    # no more of the layers than their sources may.
+                    project |= TEST_SUPPORT
                     libraries |= {"googletest"}
             else:
                 project, libraries = OTHER[key]
@@ -214,6 +214,11 @@ class IncludeRules(unittest.TestCase):
                                   '#include <weird/lib.h>\n')
             write("server/ok.cpp", '#include "cli/common.h"\n#include <thread>\n')
             write("cli/main.cpp", '#include "server/tls_server.h"\n#include <CLI/CLI.hpp>\n')
+            write("tests/support/fixtures.h", "#pragma once\n")
+            write("tests/policy/x_test.cpp",
+                  '#include "tests/support/fixtures.h"\n'  # fine
+                  '#include <gtest/gtest.h>\n'              # fine
+                  '#include "report/table.h"\n')            # a test no freer than its layer
             got = violations(tree)
             expected = [
                 "admission/handler.cpp:2: admission may not include \"server/tls_server.h\"",
@@ -225,6 +230,7 @@ class IncludeRules(unittest.TestCase):
                 "policy/x.cpp:3: <weird/lib.h> belongs to no library",
                 "report/table.cpp:1: report may not include \"admission/handler.h\"",
                 "server/ok.cpp:1: server may not include \"cli/common.h\"",
+                "tests/policy/x_test.cpp:3: policy may not include \"report/table.h\"",
             ]
             self.assertEqual(len(got), len(expected), "\n".join(got))
             for line, want in zip(sorted(got), expected):

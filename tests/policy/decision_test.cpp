@@ -1,10 +1,13 @@
-// The decision's strings (verdicts, outcomes, sources) and NodeNames, whether owned, viewed or
-// too many to keep inline.
+// The decision's strings (verdicts, outcomes, sources), NodeNames, whether owned, viewed or
+// too many to keep inline, and which differences make two decisions unequal.
 #include "policy/decision.h"
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "policy/metadata.h"
@@ -64,6 +67,52 @@ TEST(NodeNames, OwnedViewedAndLong) {
   EXPECT_TRUE(viewed.empty());
   EXPECT_EQ(viewed, NodeNames{});
   EXPECT_EQ(NodeNames({"x", "y"}), (std::vector<std::string>{"x", "y"}));
+}
+
+TEST(DecisionEquality, EveryValueCountsButWhereTheNamesAreHeld) {
+  Decision base;
+  base.resource = ResourceRef{"v1", "Pod", "ml", "train"};
+  base.verdict = Verdict::fail;
+  base.containers.push_back(
+      ContainerDecision{"train", "img", true, {"12.4", "env"}, {"8.0", "env"}, {}, {}});
+  base.candidates = 2;
+  base.compatible = 1;
+  GroupDecision g;
+  g.count = 1;
+  g.nodes = {"gpu-t4-1"};
+  g.facts.has_gpu = true;
+  g.outcome = Outcome::incompatible;
+  g.findings.push_back(Finding{"cuda-driver", "train", "needs CUDA 12.4", "upgrade", false});
+  base.groups.push_back(g);
+  base.claims = {"gpu: selector evaluated"};
+  base.device_requests = {{"gpu.nvidia.com/gpu", 1}};
+
+  Decision same = base;
+  same.node_name_storage = std::make_shared<const std::vector<std::string>>();
+  EXPECT_TRUE(same == base);
+
+  const std::vector<std::pair<std::string, std::function<void(Decision&)>>> changes = {
+      {"resource", [](Decision& d) { d.resource.name = "other"; }},
+      {"verdict", [](Decision& d) { d.verdict = Verdict::partial; }},
+      {"reason", [](Decision& d) { d.reason = "why"; }},
+      {"container", [](Decision& d) { d.containers[0].cuda.source = "registry"; }},
+      {"candidates", [](Decision& d) { d.candidates = 3; }},
+      {"compatible", [](Decision& d) { d.compatible = 0; }},
+      {"group nodes", [](Decision& d) { d.groups[0].nodes = {"gpu-t4-2"}; }},
+      {"group facts", [](Decision& d) { d.groups[0].facts.product = "Tesla-T4"; }},
+      {"finding", [](Decision& d) { d.groups[0].findings[0].unknown = true; }},
+      {"unknown image", [](Decision& d) { d.unknown_image = true; }},
+      {"unknown node", [](Decision& d) { d.unknown_node = true; }},
+      {"unknown claim", [](Decision& d) { d.unknown_claim = true; }},
+      {"claims", [](Decision& d) { d.claims.clear(); }},
+      {"device requests", [](Decision& d) { d.device_requests[0].second = 2; }},
+      {"device container", [](Decision& d) { d.device_container = 1; }},
+  };
+  for (const auto& [what, change] : changes) {
+    Decision other = base;
+    change(other);
+    EXPECT_FALSE(other == base) << what;
+  }
 }
 
 }  // namespace

@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "compat-db/compat_db.h"
-#include "report/decision_record.h"
 #include "tests/support/embedded_compat_db.h"
 
 namespace cudagate {
@@ -589,7 +588,7 @@ TEST(Evaluate, MemoGivesTheDecisionsMadeWithoutIt) {
         fresh.flags = row.flags;
         const Decision with_memo = decide(row.workload, *inv, *row.policy, kept);
         const Decision without = decide(row.workload, *inv, *row.policy, fresh);
-        EXPECT_EQ(to_json(with_memo).dump(), to_json(without).dump());
+        EXPECT_TRUE(with_memo == without);
       }
     }
   }

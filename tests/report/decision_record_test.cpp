@@ -1,5 +1,6 @@
 // The decision record's JSON: the fields of docs/contract.md §7.1's example, unknown values as
-// null, and a reason only when one is given.
+// null, a reason only when one is given, and the claims and devices of a pod that claims GPUs
+// through Dynamic Resource Allocation.
 #include "report/decision_record.h"
 
 #include <gtest/gtest.h>
@@ -7,7 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "policy/evaluate.h"
+#include "policy/inventory.h"
 #include "policy/metadata.h"
+#include "tests/support/dra_fixture.h"
 
 namespace cudagate {
 namespace {
@@ -108,6 +112,20 @@ TEST(DecisionJson, UnknownValuesAreNullAndReasonAppearsWhenGiven) {
   EXPECT_EQ(s["groups"], json::array());
   EXPECT_EQ(s["containers"], json::array());
   EXPECT_EQ(s["candidates"], 0);
+}
+
+TEST(DecisionJson, ADraDecisionListsItsClaimsAndTheGroupsDevices) {
+  const test_support::DraFixture& dra = test_support::dra();
+  EvaluationInputs inputs;
+  inputs.claims = &dra.claims;
+  auto d = evaluate(dra.pod("train-cuda124"), Inventory::build(dra.nodes, test_support::db()),
+                    Policy{}, test_support::db(), inputs);
+  ASSERT_TRUE(d) << d.error().str();
+  const json record = to_json(*d);
+  ASSERT_TRUE(record.contains("claims"));
+  bool devices = false;
+  for (const json& g : record["groups"]) devices = devices || g.contains("devices");
+  EXPECT_TRUE(devices);
 }
 
 }  // namespace
