@@ -32,6 +32,7 @@ constexpr int kMaxDepth = 32;
 constexpr std::array<std::string_view, 5> kDesignations = {"", "LTSB", "PB", "NFB", "developer"};
 constexpr std::array<std::string_view, 4> kRuleKinds = {"cuda-base", "ngc-release", "cuda-tag",
                                                         "pytorch-tag"};
+constexpr std::array<std::string_view, 3> kProviders = {"aws", "gcp", "azure"};
 char lower(char c) {
   return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
 }
@@ -692,6 +693,39 @@ ImageRule read_image_rule(Entry& e) {
   return r;
 }
 
+InstanceType read_instance_type(Entry& e) {
+  InstanceType t;
+  t.provider = e.text("provider");
+  if (!t.provider.empty() && !one_of(t.provider, kProviders)) {
+    e.fail(e.field_path("provider"),
+           "expected one of " + listing(kProviders) + ", got " + quote(t.provider));
+  }
+  t.name = e.text("instanceType");
+  t.product = e.text("product");
+  t.gpus = e.number("gpus");
+  t.source = e.text("source");
+  return t;
+}
+
+// "product" names one product, "products" several; exactly one of them.
+InstanceGpuLabel read_instance_gpu_label(Entry& e) {
+  InstanceGpuLabel l;
+  l.label = e.text("label");
+  l.value = e.text("value");
+  const std::string one = e.optional_text("product");
+  l.products = e.texts("products", false);
+  if (!one.empty() && !l.products.empty()) {
+    e.fail(e.field_path("products"), "give product (one name) or products (a list), not both");
+  } else if (one.empty() && l.products.empty()) {
+    e.fail(e.field_path("product"),
+           "required field is missing (or give products, a non-empty list of names)");
+  } else if (!one.empty()) {
+    l.products = {one};
+  }
+  l.source = e.text("source");
+  return l;
+}
+
 // --- Checks across the entries of a section --------------------------------
 
 // The first two entries whose key(entry) are equal; keys compare as given.
@@ -846,7 +880,7 @@ std::optional<Error> no_check(const std::vector<T>& /*entries*/) {
 }
 
 // Every section of the schema, in the order README documents them.
-const std::array<Section, 13> kSections = {{
+const std::array<Section, 15> kSections = {{
     {"cudaReleases", true,
      [](const json& v, CompatDb& db) {
        return read_checked(v, "cudaReleases", db.cuda_releases, read_cuda_release,
@@ -943,6 +977,24 @@ const std::array<Section, 13> kSections = {{
      [](const json& v, CompatDb& db) {
        return read_checked(v, "torchBuilds", db.torch_builds, read_torch_build, check_torch_builds);
      }},
+    {"instanceTypes", false,
+     [](const json& v, CompatDb& db) {
+       return read_checked(v, "instanceTypes", db.instance_types, read_instance_type,
+                           [](const std::vector<InstanceType>& e) {
+                             return unique(e, "instanceTypes", "instanceType",
+                                           [](const InstanceType& t) { return t.name; });
+                           });
+     }},
+    {"instanceGpuLabels", false,
+     [](const json& v, CompatDb& db) {
+       return read_checked(v, "instanceGpuLabels", db.instance_gpu_labels, read_instance_gpu_label,
+                           [](const std::vector<InstanceGpuLabel>& e) {
+                             return unique(e, "instanceGpuLabels", "value",
+                                           [](const InstanceGpuLabel& l) {
+                                             return std::make_pair(l.label, l.value);
+                                           });
+                           });
+     }},
 }};
 
 const Section* find_section(std::string_view name) {
@@ -970,6 +1022,49 @@ std::optional<Error> check_cloud_products(const CompatDb& db) {
     if (!known) {
       return Error{indexed("cloudAccelerators", i) + ".product",
                    "no product is named " + quote(name) + " (use a products[].name)"};
+    }
+  }
+  return std::nullopt;
+}
+
+// The product an instance type or GPU-name label names: a products[].name
+// or one of a product's gfdNames, spelt exactly; nullptr when none is.
+const Product* named_product(const std::vector<Product>& products, std::string_view name) {
+  for (const Product& product : products) {
+    if (product.name == name) return &product;
+  }
+  for (const Product& product : products) {
+    if (std::find(product.gfd_names.begin(), product.gfd_names.end(), name) !=
+        product.gfd_names.end()) {
+      return &product;
+    }
+  }
+  return nullptr;
+}
+
+Error unknown_product(const std::string& where, const std::string& name) {
+  return Error{where, "no product is named " + quote(name) +
+                          " (use a products[].name or one of its gfdNames, exactly)"};
+}
+
+// Instance types and GPU-name labels name products, which may live in another
+// file; `file` says which file gave each of the two sections.
+std::optional<Error> check_instance_products(
+    const CompatDb& db, const std::map<std::string, std::string, std::less<>>& file) {
+  for (std::size_t i = 0; i < db.instance_types.size(); ++i) {
+    const std::string& name = db.instance_types[i].product;
+    if (named_product(db.products, name) == nullptr) {
+      return unknown_product(indexed("instanceTypes", i) + ".product", name)
+          .within(file.find("instanceTypes")->second);
+    }
+  }
+  for (std::size_t i = 0; i < db.instance_gpu_labels.size(); ++i) {
+    const std::vector<std::string>& names = db.instance_gpu_labels[i].products;
+    for (std::size_t j = 0; j < names.size(); ++j) {
+      if (named_product(db.products, names[j]) == nullptr) {
+        return unknown_product(indexed(indexed("instanceGpuLabels", i) + ".products", j), names[j])
+            .within(file.find("instanceGpuLabels")->second);
+      }
     }
   }
   return std::nullopt;
@@ -1074,6 +1169,7 @@ Expected<CompatDb> load_compat_db(const std::vector<CompatDbFile>& files) {
   if (auto error = check_cloud_products(db)) {
     return error->within(section_file.find("cloudAccelerators")->second);
   }
+  if (auto error = check_instance_products(db, section_file)) return *error;
 
   std::stable_sort(db.cuda_releases.begin(), db.cuda_releases.end(),
                    [](const CudaRelease& a, const CudaRelease& b) {
@@ -1180,6 +1276,27 @@ const Product* CompatDb::product_by_cloud_label(std::string_view label,
     }
   }
   return nullptr;
+}
+
+const InstanceType* CompatDb::instance_type(std::string_view name) const {
+  const auto it = std::find_if(instance_types.begin(), instance_types.end(),
+                               [&](const InstanceType& t) { return t.name == name; });
+  return it == instance_types.end() ? nullptr : &*it;
+}
+
+std::vector<const Product*> CompatDb::products_by_instance_label(std::string_view label,
+                                                                 std::string_view value) const {
+  std::vector<const Product*> out;
+  for (const InstanceGpuLabel& entry : instance_gpu_labels) {
+    if (entry.label != label || entry.value != value) continue;
+    for (const std::string& name : entry.products) {
+      const Product* product = named_product(products, name);
+      if (product != nullptr && std::find(out.begin(), out.end(), product) == out.end()) {
+        out.push_back(product);
+      }
+    }
+  }
+  return out;
 }
 
 const NamedArchitecture* CompatDb::architecture(std::string_view name,

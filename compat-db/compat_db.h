@@ -95,6 +95,32 @@ struct CloudAccelerator {
   std::string source;
 };
 
+// A cloud instance type and the GPUs every instance of it carries, so that
+// a node pool that scales from zero, whose nodes do not exist yet, can be
+// judged by the instance type it will launch.
+struct InstanceType {
+  std::string provider;  // "aws", "gcp" or "azure"
+  std::string name;      // node.kubernetes.io/instance-type value: "p4d.24xlarge"
+  // The GPU, spelt exactly as a Product's gfd_names entry, the
+  // nvidia.com/gpu.product value GPU Feature Discovery gives such nodes
+  // ("NVIDIA-A100-SXM4-40GB"), or as a Product::name ("B300") where that
+  // value is not known; product_by_label() finds its Product.
+  std::string product;
+  int gpus = 0;  // whole GPUs per instance, at least 1
+  std::string source;
+};
+
+// A value of an autoscaler's GPU-name label ("karpenter.k8s.aws/instance-gpu-name
+// In [a100]") and every product it may name: such a value names a GPU model
+// but not its memory size or form factor, so "a100" is both the 40GB and the
+// 80GB SXM4 A100.
+struct InstanceGpuLabel {
+  std::string label;                  // "karpenter.k8s.aws/instance-gpu-name"
+  std::string value;                  // "a100", compared exactly as Kubernetes compares labels
+  std::vector<std::string> products;  // as InstanceType::product, at least one
+  std::string source;
+};
+
 // A named GPU generation as TORCH_CUDA_ARCH_LIST accepts it. A name whose
 // meaning changed between PyTorch releases has one entry per meaning, each
 // for the CUDA releases it applies to: [cuda_since, cuda_before), either end
@@ -185,6 +211,8 @@ struct CompatDb {
   std::vector<ImageRule> image_rules;
   std::vector<LastDriverBranch> last_driver_branches;
   std::vector<TorchBuild> torch_builds;
+  std::vector<InstanceType> instance_types;           // in file order; names unique
+  std::vector<InstanceGpuLabel> instance_gpu_labels;  // in file order; (label, value) unique
 
   // --- Lookups. All are pure and cheap enough for the request path. ---
 
@@ -233,6 +261,16 @@ struct CompatDb {
   // The product a cloud accelerator label names, or nullptr.
   [[nodiscard]] const Product* product_by_cloud_label(std::string_view label,
                                                       std::string_view value) const;
+  // The instance type named exactly `name` ("p4d.24xlarge",
+  // "Standard_NC24ads_A100_v4"), or nullptr when the matrix does not know
+  // it. Its product resolves through product_by_label().
+  [[nodiscard]] const InstanceType* instance_type(std::string_view name) const;
+  // Every product an autoscaler's GPU-name label value may name, each once,
+  // in the order the entry lists them: label and value compared exactly;
+  // empty when the matrix has no such entry. A value that names a model
+  // without its memory size ("a100") gives all the products it may be.
+  [[nodiscard]] std::vector<const Product*> products_by_instance_label(
+      std::string_view label, std::string_view value) const;
   // A named generation by its exact name (PyTorch compares names
   // case-sensitively): the entry that applies to `cuda` when one does, else
   // the newest meaning (the entry without cuda_before, or the last one);
@@ -261,7 +299,8 @@ struct CompatDbFile {
 // Merges and validates the sections of `files`. Each file is an object
 // {"schemaVersion": 1, "asOf": "YYYY-MM-DD", "<section>": [...], ...}; a
 // section may appear in one file only, every required section must appear
-// somewhere (lastDriverBranches and torchBuilds may be left out), and asOf is
+// somewhere (lastDriverBranches, torchBuilds, instanceTypes and
+// instanceGpuLabels may be left out), and asOf is
 // optional. Errors name the file, the entry ("cudaReleases[3]") and the field.
 Expected<CompatDb> load_compat_db(const std::vector<CompatDbFile>& files);
 

@@ -145,6 +145,30 @@ Json compat_db_to_json(const CompatDb& db) {
       torch.push_back(std::move(entry));
     }
   }
+  if (!db.instance_types.empty()) {
+    Json& types = out["instanceTypes"] = Json::array();
+    for (const auto& t : db.instance_types) {
+      types.push_back({{"provider", t.provider},
+                       {"instanceType", t.name},
+                       {"product", t.product},
+                       {"gpus", t.gpus},
+                       {"source", t.source}});
+    }
+  }
+
+  if (!db.instance_gpu_labels.empty()) {
+    Json& labels = out["instanceGpuLabels"] = Json::array();
+    for (const auto& l : db.instance_gpu_labels) {
+      Json entry = {{"label", l.label}, {"value", l.value}};
+      if (l.products.size() == 1) {
+        entry["product"] = l.products.front();
+      } else {
+        entry["products"] = l.products;
+      }
+      entry["source"] = l.source;
+      labels.push_back(std::move(entry));
+    }
+  }
   return out;
 }
 

@@ -33,6 +33,8 @@ TEST(CompatDbJson, RoundTripsTheEmbeddedMatrix) {
     EXPECT_EQ(again->cuda_targets[i].family_specific, embedded->cuda_targets[i].family_specific);
   }
   EXPECT_EQ(again->ngc_releases.size(), embedded->ngc_releases.size());
+  EXPECT_EQ(again->instance_types.size(), embedded->instance_types.size());
+  EXPECT_EQ(again->instance_gpu_labels.size(), embedded->instance_gpu_labels.size());
 }
 
 TEST(CompatDbJson, KeepsTheInputShape) {
@@ -44,12 +46,12 @@ TEST(CompatDbJson, KeepsTheInputShape) {
   for (const char* section :
        {"cudaReleases", "minorVersionCompat", "driverBranches", "cudaTargets", "products",
         "cloudAccelerators", "architectures", "tegraCapabilities", "cudaImages", "ngcReleases",
-        "imageRules", "lastDriverBranches", "torchBuilds"}) {
+        "imageRules", "lastDriverBranches", "torchBuilds", "instanceTypes", "instanceGpuLabels"}) {
     ASSERT_TRUE(json.contains(section)) << section;
     EXPECT_FALSE(json[section].empty()) << section;
   }
   EXPECT_EQ(json["asOf"], db->as_of);
-  EXPECT_EQ(json.size(), 15u);
+  EXPECT_EQ(json.size(), 17u);
 }
 
 TEST(CompatDbJson, AnEditedCopyIsValidatedLikeAnyFile) {

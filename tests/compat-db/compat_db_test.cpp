@@ -102,6 +102,27 @@ TEST(EmbeddedCompatDb, CloudAcceleratorsNameProducts) {
   }
 }
 
+// Every instance type and GPU-name label names products the matrix knows,
+// as the nodes GPU Feature Discovery labels would name them.
+TEST(EmbeddedCompatDb, InstanceTablesNameProducts) {
+  const CompatDb& db = embedded();
+  ASSERT_FALSE(db.instance_types.empty());
+  ASSERT_FALSE(db.instance_gpu_labels.empty());
+  for (const InstanceType& type : db.instance_types) {
+    EXPECT_NE(db.product_by_label(type.product), nullptr) << type.name;
+    EXPECT_GE(type.gpus, 1) << type.name;
+    EXPECT_FALSE(type.source.empty()) << type.name;
+    EXPECT_EQ(db.instance_type(type.name), &type) << type.name;
+  }
+  for (const InstanceGpuLabel& label : db.instance_gpu_labels) {
+    EXPECT_FALSE(db.products_by_instance_label(label.label, label.value).empty()) << label.value;
+    for (const std::string& product : label.products) {
+      EXPECT_NE(db.product_by_label(product), nullptr) << label.value << " " << product;
+    }
+    EXPECT_FALSE(label.source.empty()) << label.value;
+  }
+}
+
 struct MaxCudaRow {
   const char* driver;
   std::optional<const char*> cuda;
@@ -320,6 +341,94 @@ TEST(CompatDbLookup, ProductByCloudLabel) {
   }
 }
 
+TEST(CompatDbLookup, InstanceType) {
+  struct Row {
+    const char* name;
+    const char* provider;  // nullptr: unknown instance type
+    const char* product;   // the Product::name it resolves to
+    int gpus;
+  };
+  const std::vector<Row> rows = {
+      {"p4d.24xlarge", "aws", "A100", 8},
+      {"p4de.24xlarge", "aws", "A100", 8},
+      {"p3.2xlarge", "aws", "V100", 1},
+      {"g4dn.xlarge", "aws", "T4", 1},
+      {"g4dn.12xlarge", "aws", "T4", 4},
+      {"g4dn.metal", "aws", "T4", 8},
+      {"g5.48xlarge", "aws", "A10G", 8},
+      {"g6e.12xlarge", "aws", "L40S", 4},
+      {"p5.48xlarge", "aws", "H100", 8},
+      {"p5en.48xlarge", "aws", "H200", 8},
+      {"p6-b200.48xlarge", "aws", "B200", 8},
+      {"a2-megagpu-16g", "gcp", "A100", 16},
+      {"a3-ultragpu-8g", "gcp", "H200", 8},
+      {"g2-standard-24", "gcp", "L4", 2},
+      {"Standard_NC64as_T4_v3", "azure", "T4", 4},
+      {"Standard_NC24ads_A100_v4", "azure", "A100", 1},
+      {"Standard_ND96isr_H100_v5", "azure", "H100", 8},
+      {"P4D.24XLARGE", nullptr, "", 0},  // names are exact
+      {"standard_nc64as_t4_v3", nullptr, "", 0},
+      {"m5.large", nullptr, "", 0},
+      {"", nullptr, "", 0},
+  };
+  for (const Row& row : rows) {
+    const InstanceType* type = embedded().instance_type(row.name);
+    if (row.provider == nullptr) {
+      EXPECT_EQ(type, nullptr) << row.name;
+      continue;
+    }
+    ASSERT_NE(type, nullptr) << row.name;
+    EXPECT_EQ(type->provider, row.provider) << row.name;
+    EXPECT_EQ(type->gpus, row.gpus) << row.name;
+    const Product* product = embedded().product_by_label(type->product);
+    ASSERT_NE(product, nullptr) << row.name;
+    EXPECT_EQ(product->name, row.product) << row.name;
+  }
+  // The memory size an instance type pins down is kept in its GFD value.
+  EXPECT_EQ(embedded().instance_type("p4d.24xlarge")->product, "NVIDIA-A100-SXM4-40GB");
+  EXPECT_EQ(embedded().instance_type("p4de.24xlarge")->product, "NVIDIA-A100-SXM4-80GB");
+}
+
+std::vector<std::string> names(const std::vector<const Product*>& products) {
+  std::vector<std::string> out;
+  for (const Product* product : products) out.push_back(product->name);
+  return out;
+}
+
+TEST(CompatDbLookup, ProductsByInstanceLabel) {
+  const std::string aws = "karpenter.k8s.aws/instance-gpu-name";
+  const std::string azure = "karpenter.azure.com/sku-gpu-name";
+  using Names = std::vector<std::string>;
+  struct Row {
+    std::string label;
+    const char* value;
+    Names products;
+  };
+  const std::vector<Row> rows = {
+      {aws, "t4", Names{"T4"}},
+      {aws, "a10g", Names{"A10G"}},
+      {aws, "a100", Names{"A100"}},  // 40GB and 80GB, one product of the matrix
+      {aws, "v100", Names{"V100"}},
+      {aws, "l4", Names{"L4"}},
+      {aws, "l40s", Names{"L40S"}},
+      {aws, "h100", Names{"H100"}},
+      {aws, "h200", Names{"H200"}},
+      {aws, "b200", Names{"B200"}},
+      {azure, "T4", Names{"T4"}},
+      {azure, "A100", Names{"A100"}},
+      {azure, "H100", Names{"H100"}},
+      {aws, "A100", Names{}},  // Kubernetes compares label values exactly
+      {azure, "a100", Names{}},
+      {aws, "t4g", Names{}},  // not a product of the matrix
+      {"cloud.google.com/gke-accelerator", "nvidia-l4", Names{}},
+      {aws, "", Names{}},
+  };
+  for (const Row& row : rows) {
+    EXPECT_EQ(names(embedded().products_by_instance_label(row.label, row.value)), row.products)
+        << row.label << "=" << row.value;
+  }
+}
+
 TEST(CompatDbLookup, NamedArchitecture) {
   struct Row {
     const char* name;
@@ -534,8 +643,9 @@ constexpr std::string_view kValid = R"({"schemaVersion": 1,
 "imageRules": [{"repositories": ["*"], "kind": "cuda-tag", "source": "s"}]}
 )";
 
-std::string replaced(std::string_view from, std::string_view to) {
-  std::string text(kValid);
+// `base` with its first `from` replaced by `to`.
+std::string replaced_in(std::string_view base, std::string_view from, std::string_view to) {
+  std::string text(base);
   const auto at = text.find(from);
   if (at == std::string::npos) {
     ADD_FAILURE() << "the test text has no " << from;
@@ -543,6 +653,10 @@ std::string replaced(std::string_view from, std::string_view to) {
   }
   text.replace(at, from.size(), to);
   return text;
+}
+
+std::string replaced(std::string_view from, std::string_view to) {
+  return replaced_in(kValid, from, to);
 }
 
 Expected<CompatDb> load_one(const std::string& text) {
@@ -629,7 +743,7 @@ TEST(LoadCompatDb, RefusesBadInputNamingThePlace) {
        "test.json: imageRule: unknown section (expected asOf or one of: cudaReleases, "
        "minorVersionCompat, driverBranches, cudaTargets, lastDriverBranches, products, "
        "cloudAccelerators, architectures, tegraCapabilities, cudaImages, ngcReleases, "
-       "imageRules, torchBuilds)"},
+       "imageRules, torchBuilds, instanceTypes, instanceGpuLabels)"},
       {"entry not an object", replaced("\"architectures\": [{", "\"architectures\": [7, {"),
        "test.json: architectures[0]: expected an object, got a number"},
       {"unknown field",
@@ -828,6 +942,102 @@ TEST(LoadCompatDb, EscapesControlBytesInMessages) {
   EXPECT_EQ(db.error().str(),
             "test.json: cudaReleases[1].minDriver: expected a driver version like 535.129.03 or a "
             "branch like 535, got \"5\\x01\"");
+}
+
+// The instance tables in a file of their own, over kValid's products with
+// an L4 added: one line a section.
+constexpr std::string_view kInstances = R"({"schemaVersion": 1,
+"instanceTypes": [{"provider": "aws", "instanceType": "g4dn.xlarge", "product": "Tesla-T4", "gpus": 1, "source": "s"}, {"provider": "gcp", "instanceType": "g2-standard-96", "product": "L4", "gpus": 8, "source": "s"}],
+"instanceGpuLabels": [{"label": "example.com/gpu", "value": "any", "products": ["T4", "NVIDIA-L4", "Tesla-T4"], "source": "s"}, {"label": "example.com/gpu", "value": "t4", "product": "Tesla-T4", "source": "s"}]}
+)";
+
+std::string with_l4() {
+  return replaced("\"products\": [",
+                  "\"products\": [{\"name\": \"L4\", \"gfdNames\": [\"NVIDIA-L4\"], "
+                  "\"computeCapability\": \"8.9\", \"family\": \"ada-lovelace\", "
+                  "\"datacenter\": true, \"source\": \"s\"}, ");
+}
+
+std::string instances_replaced(std::string_view from, std::string_view to) {
+  return replaced_in(kInstances, from, to);
+}
+
+TEST(LoadCompatDb, InstanceTablesLoadAndLookUp) {
+  auto db = load_compat_db({{"a.json", with_l4()}, {"b.json", std::string(kInstances)}});
+  ASSERT_TRUE(db) << db.error().str();
+  ASSERT_EQ(db->instance_types.size(), 2U);
+  ASSERT_NE(db->instance_type("g2-standard-96"), nullptr);
+  EXPECT_EQ(db->instance_type("g2-standard-96")->gpus, 8);
+  EXPECT_EQ(db->instance_type("g2-standard-96")->provider, "gcp");
+  EXPECT_EQ(db->instance_type("G4DN.XLARGE"), nullptr);
+  // Every product a value may name, each once, in the entry's order.
+  EXPECT_EQ(names(db->products_by_instance_label("example.com/gpu", "any")),
+            (std::vector<std::string>{"T4", "L4"}));
+  EXPECT_EQ(names(db->products_by_instance_label("example.com/gpu", "t4")),
+            (std::vector<std::string>{"T4"}));
+  EXPECT_TRUE(db->products_by_instance_label("example.com/gpu", "T4").empty());
+  EXPECT_TRUE(db->products_by_instance_label("example.com/other", "t4").empty());
+
+  // Without the sections the matrix loads with empty tables.
+  auto without = load_compat_db({{"a.json", with_l4()}});
+  ASSERT_TRUE(without) << without.error().str();
+  EXPECT_TRUE(without->instance_types.empty());
+  EXPECT_EQ(without->instance_type("g4dn.xlarge"), nullptr);
+  EXPECT_TRUE(without->products_by_instance_label("example.com/gpu", "t4").empty());
+}
+
+TEST(LoadCompatDb, RefusesBadInstanceRowsNamingThePlace) {
+  const std::vector<BadRow> rows = {
+      {"missing field", instances_replaced("\"gpus\": 1, ", ""),
+       "b.json: instanceTypes[0].gpus: required field is missing"},
+      {"missing instance type", instances_replaced("\"instanceType\": \"g4dn.xlarge\", ", ""),
+       "b.json: instanceTypes[0].instanceType: required field is missing"},
+      {"no GPU", instances_replaced("\"gpus\": 1", "\"gpus\": 0"),
+       "b.json: instanceTypes[0].gpus: expected a whole number from 1 to 99999, got 0"},
+      {"provider", instances_replaced("\"provider\": \"aws\"", "\"provider\": \"AWS\""),
+       "b.json: instanceTypes[0].provider: expected one of aws, gcp, azure, got \"AWS\""},
+      {"unknown field", instances_replaced("\"gpus\": 1,", "\"gpus\": 1, \"gpu\": 1,"),
+       "b.json: instanceTypes[0].gpu: unknown field (this entry has: provider, instanceType, "
+       "product, gpus, source)"},
+      {"duplicate instance type",
+       instances_replaced("\"instanceType\": \"g2-standard-96\"",
+                          "\"instanceType\": \"g4dn.xlarge\""),
+       "b.json: instanceTypes[1].instanceType: repeats instanceTypes[0]; each entry must be "
+       "unique"},
+      {"unknown product",
+       instances_replaced("\"product\": \"Tesla-T4\", \"gpus\"",
+                          "\"product\": \"Tesla-T5\", \"gpus\""),
+       "b.json: instanceTypes[0].product: no product is named \"Tesla-T5\" (use a "
+       "products[].name or one of its gfdNames, exactly)"},
+      {"product in another spelling",
+       instances_replaced("\"product\": \"L4\"", "\"product\": \"nvidia-l4\""),
+       "b.json: instanceTypes[1].product: no product is named \"nvidia-l4\" (use a "
+       "products[].name or one of its gfdNames, exactly)"},
+      {"unknown product of a label",
+       instances_replaced("\"NVIDIA-L4\", \"Tesla-T4\"]", "\"NVIDIA-L4\", \"Tesla-T5\"]"),
+       "b.json: instanceGpuLabels[0].products[2]: no product is named \"Tesla-T5\" (use a "
+       "products[].name or one of its gfdNames, exactly)"},
+      {"label without product",
+       instances_replaced("\"product\": \"Tesla-T4\", \"source\"", "\"source\""),
+       "b.json: instanceGpuLabels[1].product: required field is missing (or give products, a "
+       "non-empty list of names)"},
+      {"label with both",
+       instances_replaced("\"product\": \"Tesla-T4\", \"source\"",
+                          "\"product\": \"Tesla-T4\", \"products\": [\"L4\"], \"source\""),
+       "b.json: instanceGpuLabels[1].products: give product (one name) or products (a list), "
+       "not both"},
+      {"empty products", instances_replaced("[\"T4\", \"NVIDIA-L4\", \"Tesla-T4\"]", "[]"),
+       "b.json: instanceGpuLabels[0].product: required field is missing (or give products, a "
+       "non-empty list of names)"},
+      {"duplicate label value", instances_replaced("\"value\": \"t4\"", "\"value\": \"any\""),
+       "b.json: instanceGpuLabels[1].value: repeats instanceGpuLabels[0]; each entry must be "
+       "unique"},
+  };
+  for (const BadRow& row : rows) {
+    auto db = load_compat_db({{"a.json", with_l4()}, {"b.json", row.text}});
+    ASSERT_FALSE(db) << row.name;
+    EXPECT_EQ(db.error().str(), row.error) << row.name;
+  }
 }
 
 // lastDriverBranches and torchBuilds may be left out of a matrix; asOf is

@@ -55,6 +55,15 @@ void exercise(const cudagate::CompatDb& db) {
     // Ranges of one variant do not overlap, so a build's first release finds it.
     check(db.torch_build(build.torch_since, build.cuda) == &build);
   }
+  // Instance type names are unique, and every product a table names exists.
+  for (const cudagate::InstanceType& type : db.instance_types) {
+    check(db.instance_type(type.name) == &type);
+    check(type.gpus >= 1);
+  }
+  for (const cudagate::InstanceGpuLabel& label : db.instance_gpu_labels) {
+    const auto products = db.products_by_instance_label(label.label, label.value);
+    check(!products.empty() && products.size() <= label.products.size());
+  }
   // Nothing the matrix names is newer than the matrix.
   for (const cudagate::Product& product : db.products) {
     check(!db.capability_beyond_known(product.cc));
