@@ -1,11 +1,12 @@
 # Entry points; the build itself is CMake (CMakePresets.json).
 #   make test    every test: scripts/test.sh (release, dev with sanitizers, tsan, fuzz)
-#   make bench   the Google Benchmark suite (release build), then the load
-#                comparison against ../shared/bench's peers (bench/compare.sh)
+#   make bench   the Google Benchmark suite of bench/micro (release build), then
+#                the load comparison against ../shared/bench's peers
+#                (bench/load/compare.sh)
 #   make fuzz    every libFuzzer target for 10 million runs (scripts/fuzz.sh;
 #                FUZZ_RUNS and FUZZ_SECONDS change that), one table of results
 #   make soak    10 minutes of mixed load at 80% of peak with faults injected,
-#                connection abuse and SIGTERM under load (bench/soak.py)
+#                connection abuse and SIGTERM under load (bench/load/soak.py)
 #   make tsan    the server and its tests under ThreadSanitizer (tsan preset:
 #                the kube, registry and server unit tests, the threaded e2e tests)
 #   make tidy    clang-tidy with .clang-tidy over every source but the fuzzers
@@ -20,17 +21,17 @@ fuzz:
 soak:
 	cmake --preset release >/dev/null
 	cmake --build --preset release --target cudagate -j "$$(nproc)"
-	bench/soak.py --binary build/release/cudagate
+	bench/load/soak.py --binary build/release/cudagate
 
 bench: bench-micro bench-compare
 
 bench-micro:
 	cmake --preset release >/dev/null
 	cmake --build --preset release --target cudagate_bench -j "$$(nproc)"
-	build/release/bench/cudagate_bench
+	build/release/bench/micro/cudagate_bench
 
 bench-compare:
-	bench/compare.sh
+	bench/load/compare.sh
 
 tsan:
 	cmake --preset tsan >/dev/null

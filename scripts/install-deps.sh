@@ -4,7 +4,7 @@
 #
 #   scripts/install-deps.sh           build and test
 #   scripts/install-deps.sh --bench   also what the load comparison needs
-#                                     (bench/compare.sh: wrk, nginx, and Go for
+#                                     (bench/load/compare.sh: wrk, nginx, and Go for
 #                                     peer-go: Debian's golang-go only where the
 #                                     machine has no Go, so that it never shadows
 #                                     a newer one)

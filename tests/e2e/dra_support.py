@@ -4,7 +4,7 @@ the ResourceClaimTemplates and ResourceClaims of tests/fixtures/dra/pods.yaml,
 pods that ask for a GPU through a claim, and `DraWebhook` (a
 `cudagate serve --kubeconfig` that answers reviews of such pods).
 
-Used by dra_live_test.py and bench/dra_claims.py. BINARY and SOURCE are set
+Used by dra_live_test.py and bench/load/dra_claims.py. BINARY and SOURCE are set
 by harness.share_paths.
 """
 

@@ -3,7 +3,7 @@
 # ../shared/bench (peer-go, a typical Go webhook, and nginx answering a fixed
 # body, the upper bound of TLS + HTTP/1.1 on the machine), on one pinned
 # server core, with the 13 KB gpu-pod review; then start-up time and peak
-# memory with 10,000 nodes (bench/startup.py).
+# memory with 10,000 nodes (bench/load/startup.py).
 #
 # Every inventory size runs in the same rounds: one run.sh call alternates
 # cudagate and peer-go at 1,000 nodes, both again at 10,000, and nginx
@@ -12,14 +12,14 @@
 # compared with the 1,000-node ones and with nginx measured beside them,
 # not minutes apart.
 #
-#   bench/compare.sh                 build the release binary, run, print the tables
-#   NODES_LIST="1000" bench/compare.sh        one inventory size only
-#   BENCH_DIR=/path/to/shared/bench bench/compare.sh
+#   bench/load/compare.sh                 build the release binary, run, print the tables
+#   NODES_LIST="1000" bench/load/compare.sh        one inventory size only
+#   BENCH_DIR=/path/to/shared/bench bench/load/compare.sh
 #
-#   STARTUP_NODES=0 bench/compare.sh          without the start-up measure
-#   INSTRUCTIONS=0 bench/compare.sh           without the instruction count
+#   STARTUP_NODES=0 bench/load/compare.sh          without the start-up measure
+#   INSTRUCTIONS=0 bench/load/compare.sh           without the instruction count
 #
-# After the timed rounds, bench/instructions.py counts the instructions
+# After the timed rounds, bench/load/instructions.py counts the instructions
 # each server process retires per request (cudagate at every inventory size,
 # nginx's fixed answer), with perf where the machine has hardware counters,
 # else under callgrind; the tables print them beside req/s with the ratio
@@ -30,7 +30,7 @@
 # scripts/install-deps.sh --bench. Results: $OUT_ROOT (run.sh's files).
 # Nothing here is part of CI: the numbers depend on the machine and its load.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 BENCH_DIR=${BENCH_DIR:-$(cd .. && pwd)/shared/bench}
 NODES_LIST=${NODES_LIST:-"1000 10000"}
@@ -92,7 +92,7 @@ NODES=$base OUT="$OUT_ROOT" "$BENCH_DIR/run.sh" "${servers[@]}" >/dev/null
 
 if [ "$INSTRUCTIONS" != 0 ]; then
   echo "==> counting instructions per request" >&2
-  python3 bench/instructions.py "$binary" --nodes "${sizes[@]}" --body "$BODY" \
+  python3 bench/load/instructions.py "$binary" --nodes "${sizes[@]}" --body "$BODY" \
     --bench-dir "$BENCH_DIR" --out "$OUT_ROOT" >"$OUT_ROOT/instructions.txt"
 fi
 
@@ -150,5 +150,5 @@ PY
 
 if [ "$STARTUP_NODES" != 0 ]; then
   echo
-  python3 bench/startup.py "$binary" --nodes "$STARTUP_NODES" --bench-dir "$BENCH_DIR"
+  python3 bench/load/startup.py "$binary" --nodes "$STARTUP_NODES" --bench-dir "$BENCH_DIR"
 fi

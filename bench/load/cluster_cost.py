@@ -51,9 +51,9 @@ divided by their number: on a machine where the clients, the API server,
 etcd and the webhook share the cores, latency inflates with load, and the
 CPU figures say where the time went.
 
-    python3 bench/cluster_cost.py                 # 3 rounds, 8 threads x 125 creates
-    python3 bench/cluster_cost.py --quick         # a smoke run: 1 round, 8 x 20
-    python3 bench/cluster_cost.py --rounds 5 --creates 250
+    python3 bench/load/cluster_cost.py                 # 3 rounds, 8 threads x 125 creates
+    python3 bench/load/cluster_cost.py --quick         # a smoke run: 1 round, 8 x 20
+    python3 bench/load/cluster_cost.py --rounds 5 --creates 250
 
 Needs build/cluster/bin (scripts/cluster-build.sh), build/release/cudagate
 and Go (scripts/cluster-env.sh's, the one the cluster build uses; peer-go is
@@ -75,7 +75,7 @@ import tempfile
 import threading
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tests", "cluster"))
 
 import kube_cluster as kc  # noqa: E402

@@ -19,7 +19,7 @@ a GET in about the same time as the double or slower (authentication,
 authorization, admission of the read, etcd or the watch cache), and across
 a network, so (b) is a lower bound.
 
-    python3 bench/dra_claims.py --binary build/release/cudagate --templates 10000
+    python3 bench/load/dra_claims.py --binary build/release/cudagate --templates 10000
 """
 
 import argparse
@@ -34,7 +34,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE = os.path.dirname(HERE)
+SOURCE = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(SOURCE, "tests", "e2e"))
 
 import dra_support  # noqa: E402

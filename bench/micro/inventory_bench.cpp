@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "bench/fleet.h"
+#include "bench/micro/fleet.h"
 #include "server/input_files.h"
 #include "server/node_loader.h"
 

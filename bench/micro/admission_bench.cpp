@@ -8,7 +8,7 @@
 //   encode     the response review, serialised
 //   handle     handle_admission(), everything an HTTP request pays for
 //              besides TLS and HTTP.
-// The 13 KB gpu-pod body is what the load comparison (bench/compare.sh) sends.
+// The 13 KB gpu-pod body is what the load comparison (bench/load/compare.sh) sends.
 
 #include <benchmark/benchmark.h>
 
@@ -21,7 +21,7 @@
 #include "admission/pin_affinity.h"
 #include "admission/review_text.h"
 #include "admission/simd_json_view.h"
-#include "bench/fleet.h"
+#include "bench/micro/fleet.h"
 #include "policy/evaluate.h"
 #include "policy/metadata.h"
 #include "policy/pod.h"

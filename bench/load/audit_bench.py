@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Time and peak memory of `cudagate audit` over a large fleet, offline.
 
-    bench/audit_bench.py BINARY [--nodes 10000] [--workloads 10000] [--runs 3]
+    bench/load/audit_bench.py BINARY [--nodes 10000] [--workloads 10000] [--runs 3]
                                 [--bench-dir ../shared/bench]
 
 Writes gen.py's fleet of --nodes nodes and --workloads workloads (one
@@ -26,7 +26,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BENCH_DIR = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "bench"))
+BENCH_DIR = os.path.normpath(os.path.join(HERE, "..", "..", "..", "shared", "bench"))
 FORMATS = ["json", "table", "policyreport", "openreports", "junit", "html"]
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Start-up time and peak memory of `cudagate serve` with a large inventory.
 
-    bench/startup.py BINARY [--nodes 10000] [--starts 5] [--images 10000]
+    bench/load/startup.py BINARY [--nodes 10000] [--starts 5] [--images 10000]
                             [--bench-dir ../shared/bench]
 
 Writes gen.py's fleet of --nodes nodes, certificate and reviews into a
@@ -17,7 +17,7 @@ temporary directory, then:
 The server runs with registry lookups off (`registry.enabled: false`):
 an image no one has asked for would otherwise wait up to registry.timeout
 for its registry, which this bench does not provide, and the memory of the
-registry's cache is bench/registry_bench.py's to measure.
+registry's cache is bench/load/registry_bench.py's to measure.
 
 Every review must be answered 200 with an AdmissionReview; the script
 fails otherwise. It measures one machine at one moment: compare builds
@@ -37,7 +37,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BENCH_DIR = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "bench"))
+BENCH_DIR = os.path.normpath(os.path.join(HERE, "..", "..", "..", "shared", "bench"))
 
 
 def free_port():

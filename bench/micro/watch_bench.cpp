@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "bench/fleet.h"
+#include "bench/micro/fleet.h"
 #include "kube/node_watcher.h"
 #include "policy/evaluate.h"
 #include "server/live_inventory.h"

@@ -2,7 +2,7 @@
 """Instructions retired per request by each server process: cudagate's
 /validate of a review against nginx's fixed answer, in one run.
 
-    bench/instructions.py BINARY [--nodes 1000 10000] [--conns 32]
+    bench/load/instructions.py BINARY [--nodes 1000 10000] [--conns 32]
                           [--requests 50] [--body gpu-pod]
                           [--counter auto|perf|callgrind]
                           [--bench-dir ../shared/bench] [--out DIR]

@@ -1,4 +1,4 @@
--- wrk script for bench/soak.py: a mix of AdmissionReviews over keep-alive
+-- wrk script for bench/load/soak.py: a mix of AdmissionReviews over keep-alive
 -- connections, paced to a request rate.
 -- usage: wrk ... -s soak.lua URL -- RATE BODY_FILE PATH [BODY_FILE PATH ...]
 -- RATE is requests per second for the thread, 0 for as fast as the server

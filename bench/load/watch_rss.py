@@ -10,8 +10,8 @@ a chunked watch stream). Its nodes are tests/fixtures/nodes/fleet.json's
 13 EKS nodes repeated under new names, with managedFields and status as a
 live server sends them.
 
-    python3 bench/watch_rss.py --binary build/release/cudagate --nodes 10000 50000
-    python3 bench/watch_rss.py --binary build/release/cudagate --nodes 10000 --load
+    python3 bench/load/watch_rss.py --binary build/release/cudagate --nodes 10000 50000
+    python3 bench/load/watch_rss.py --binary build/release/cudagate --nodes 10000 --load
 
 --load runs ../shared/bench/post.lua (wrk -t1 -c32 -d10s, the 13 KB gpu-pod
 review of bench/data) once quiet and once while 1,000 MODIFIED events are
@@ -30,7 +30,7 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE = os.path.dirname(HERE)
+SOURCE = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(SOURCE, "tests", "e2e"))
 
 import kube_support  # noqa: E402
@@ -67,7 +67,7 @@ def wrk(port, seconds=10):
     bench = os.path.join(os.path.dirname(SOURCE), "shared", "bench")
     out = subprocess.run(["wrk", "-t1", "-c32", f"-d{seconds}s", "-s",
                           os.path.join(bench, "post.lua"), f"https://127.0.0.1:{port}/validate",
-                          "--", os.path.join(HERE, "data", "gpu-pod.json")],
+                          "--", os.path.join(SOURCE, "bench", "data", "gpu-pod.json")],
                          capture_output=True, text=True, timeout=seconds + 60)
     line = next(x for x in out.stdout.splitlines() if x.startswith("RESULT "))
     return json.loads(line[len("RESULT "):])

@@ -8,7 +8,7 @@ faults are injected, then connection abuse, then SIGTERM under load.
    that asks for no GPU.
 2. Soak: the same mix paced to --load (80%) of that peak for --seconds
    (600), each request due at its time whatever the latencies before it
-   (bench/soak.lua); the row fails below --load less 5 points, which a
+   (bench/load/soak.lua); the row fails below --load less 5 points, which a
    server only reaches when it cannot keep up. RSS and open file descriptors
    are sampled every second. During it, in order: the serving certificate
    is re-issued, the policy file is replaced by a valid and then by an
@@ -29,7 +29,7 @@ docker-registry with images pushed by skopeo (tests/e2e/registry_support.py).
 It prints one table; exit 1 if any row fails. Not part of CI: it needs
 minutes and a quiet machine.
 
-    bench/soak.py --binary build/release/cudagate [--seconds 600] [--load 0.8]
+    bench/load/soak.py --binary build/release/cudagate [--seconds 600] [--load 0.8]
 """
 
 import argparse
@@ -48,7 +48,7 @@ import tempfile
 import threading
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
 
 import kube_support as kw  # noqa: E402
@@ -136,7 +136,7 @@ class Cudagate:
 
 def wrk(url, seconds, rate, bodies):
     args = ["wrk", "-t1", f"-c{CONNECTIONS}", f"-d{seconds}s", "--latency", "--timeout", "10s",
-            "-s", os.path.join(ROOT, "bench", "soak.lua"), url, "--", str(rate)]
+            "-s", os.path.join(ROOT, "bench", "load", "soak.lua"), url, "--", str(rate)]
     for path, file in bodies:
         args += [file, path]
     out = subprocess.run(args, capture_output=True, text=True, timeout=seconds + 120)
