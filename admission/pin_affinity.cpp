@@ -12,6 +12,7 @@
 
 #include "admission/rule_pin.h"
 #include "policy/evaluate.h"
+#include "policy/node_pool.h"
 
 namespace cudagate {
 namespace {
@@ -119,7 +120,8 @@ bool add_driver_keys(Keys& keys, const NodeLabels& node, const GpuFacts& facts) 
     case NodeFactSource::none:
     case NodeFactSource::cloud:
     case NodeFactSource::product:
-    case NodeFactSource::dra:  // attributes of ResourceSlices, not labels
+    case NodeFactSource::dra:   // attributes of ResourceSlices, not labels
+    case NodeFactSource::pool:  // declared for a node pool, on no label
       break;
   }
   return false;
@@ -139,6 +141,7 @@ bool add_compute_keys(Keys& keys, const NodeLabels& node, const GpuFacts& facts,
       return add_first_present(keys, node, {kGfdProduct, kCudagateProduct});
     case NodeFactSource::none:
     case NodeFactSource::dra:
+    case NodeFactSource::pool:
       break;
   }
   return false;
@@ -247,6 +250,52 @@ Expected<std::vector<NodeSelectorTerm>> scheme_terms(Scheme scheme, const NodeSe
     separator = ", ";
   }
   return label_terms(signatures);
+}
+
+// Whether `nodes` holds a node pool's node.
+bool holds_pool(const NodeSet& nodes, const Inventory& inventory) {
+  bool found = false;
+  nodes.for_each([&](std::size_t i) {
+    found = inventory.pool_info(i) != nullptr;
+    return !found;
+  });
+  return found;
+}
+
+// The terms that select the compatible pools among `wanted` by the labels
+// the pools define, which an autoscaler knows before it launches a node: a
+// NodePool by karpenter.sh/nodepool (and its GPU kind's label for a pool of
+// several kinds), a policy pool by its labels.
+std::vector<NodeSelectorTerm> pool_terms(const NodeSet& wanted, const Inventory& inventory) {
+  std::set<Signature> signatures;
+  wanted.for_each([&](std::size_t i) {
+    const PoolNodeInfo* info = inventory.pool_info(i);
+    if (info == nullptr) return true;
+    Signature sig;
+    if (info->pool->source == NodePool::Source::karpenter) {
+      sig.emplace_back(kNodePoolLabel, info->pool->name);
+    } else {
+      for (const auto& [key, value] : info->pool->labels) sig.emplace_back(key, value);
+    }
+    if (!info->kind_key.empty()) sig.emplace_back(info->kind_key, info->kind_value);
+    signatures.insert(std::move(sig));
+    return true;
+  });
+  return label_terms(signatures);
+}
+
+// Each term with the nodes of `excluded` left out by name (a
+// metadata.name NotIn field per node, one value each as the API server
+// requires): an autoscaler reads no field of a term, so the pools the terms
+// select stay selected.
+void exclude_names(std::vector<NodeSelectorTerm>& terms, const NodeSet& excluded,
+                   const Inventory& inventory) {
+  for (NodeSelectorTerm& term : terms) {
+    excluded.for_each([&](std::size_t i) {
+      term.match_fields.push_back({"metadata.name", "NotIn", {inventory.node_name(i)}});
+      return true;
+    });
+  }
 }
 
 json requirement_json(const NodeSelectorRequirement& r) {
@@ -449,6 +498,55 @@ Expected<Pin> pin_affinity(const json& object, const Workload& workload, const D
     pin.patch.push_back(annotation_op(object, base, annotation));
     return std::optional<Pin>(std::move(pin));
   };
+
+  // A node pool among the compatible candidates: the pin selects the
+  // compatible pools by their own labels, their nodes that cannot run the
+  // workload by name, and the compatible nodes of no such pool as below.
+  if (holds_pool(wanted, inventory)) {
+    std::vector<NodeSelectorTerm> by_pool = pool_terms(wanted, inventory);
+    // What the pool terms select: the pools, and the nodes that carry their labels.
+    json probe = {{"apiVersion", "v1"},
+                  {"kind", "Pod"},
+                  {"metadata", {{"name", "pin-check"}}},
+                  {"spec", patched_spec(*spec, combined_terms(existing, by_pool))}};
+    auto probed = workload_from_json(probe, "pinned pod");
+    if (!probed) return probed.error();
+    const NodeSet pooled = inventory.candidates(probed->spec, added_requests(decision));
+    NodeSet excluded = pooled;
+    excluded.subtract(wanted);
+    if (excluded.count() > kMaxPinnedNodeNames) {
+      return Error{"", "more than " + std::to_string(kMaxPinnedNodeNames) +
+                           " nodes of the compatible pools cannot run it and would have to be "
+                           "named"};
+    }
+    exclude_names(by_pool, excluded, inventory);
+    NodeSet rest = wanted;
+    rest.subtract(pooled);
+    std::string pool_keys = "node pools";
+    if (rest.empty()) {
+      if (by_pool.size() * existing_terms <= kMaxPinnedTerms) {
+        auto pin = verified(by_pool, pool_keys, reason);
+        if (!pin) return pin.error();
+        if (*pin) return std::move(**pin);
+      }
+    } else {
+      for (const Scheme scheme : schemes_for(decision)) {
+        std::string keys_used;
+        auto terms = scheme_terms(scheme, rest, inventory, db, false, keys_used);
+        if (!terms) continue;
+        terms->insert(terms->begin(), by_pool.begin(), by_pool.end());
+        if (terms->size() * existing_terms > kMaxPinnedTerms) continue;
+        std::string scheme_keys = pool_keys;
+        scheme_keys += " and ";
+        scheme_keys += keys_used;
+        auto pin = verified(std::move(*terms), std::move(scheme_keys), reason);
+        if (!pin) return pin.error();
+        if (*pin) return std::move(**pin);
+      }
+    }
+    return Error{"", "no terms on the compatible pools' labels select exactly the " +
+                         std::to_string(wanted.count()) + " compatible nodes and pools"};
+  }
 
   std::string exact_annotation(reason);
   if (policy != nullptr) {

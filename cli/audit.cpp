@@ -108,7 +108,7 @@ void run_audit(const AuditOptions& options) {
   const Policy policy = cli::value_or_fail(cli::load_policy_option(options.common, db));
   cli::JudgedInputs read =
       cli::read_judged_inputs(options.cluster, options.paths, options.common.nodes, db);
-  const Inventory& inventory = read.inventory;
+  const Inventory inventory = cli::with_policy_pools(std::move(read.inventory), policy, db);
   cli::ManifestInputs& in = read.manifests;
   // Image configs from the registries, once per image, before any decision.
   std::vector<const Workload*> judged;

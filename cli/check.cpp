@@ -283,9 +283,10 @@ void run_check(const CheckOptions& options) {
   const FlagNode node = validate_node_flags(options, db);
   const Policy policy = cli::value_or_fail(cli::load_policy_option(options.common, db));
 
-  const Inventory inventory =
+  const Inventory inventory = cli::with_policy_pools(
       node_flags ? flag_inventory(node, policy, db)
-                 : cli::value_or_fail(load_inventory_file(options.common.nodes, db));
+                 : cli::value_or_fail(load_inventory_file(options.common.nodes, db)),
+      policy, db);
   // Each workload with the name of the file it came from ("" for --image).
   std::vector<std::pair<Workload, std::string>> workloads;
   if (options.files.empty()) workloads.emplace_back(flag_workload(options, policy), "");

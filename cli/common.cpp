@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <tuple>
 #include <vector>
@@ -60,6 +61,12 @@ Expected<CompatDb> load_compat_db_option(const CommonOptions& options) {
 
 Expected<Policy> load_policy_option(const CommonOptions& options, const CompatDb& db) {
   return load_policy_file(options.config, db);
+}
+
+Inventory with_policy_pools(Inventory inventory, const Policy& policy, const CompatDb& db) {
+  if (policy.node_pools.empty()) return inventory;
+  auto shared = std::make_shared<const Inventory>(std::move(inventory));
+  return *cudagate::with_policy_pools(std::move(shared), policy.node_pools, db);
 }
 
 void print_error(const Error& error) {

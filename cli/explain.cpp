@@ -329,9 +329,10 @@ void run_explain(const ExplainOptions& options) {
   const CompatDb db = cli::value_or_fail(cli::load_compat_db_option(options.common));
   const Policy policy = cli::value_or_fail(cli::load_policy_option(options.common, db));
   ExplainInputs in = cluster ? read_cluster(options, db) : read_offline(options);
-  const Inventory inventory = in.inventory
-                                  ? std::move(*in.inventory)
-                                  : cli::value_or_fail(load_inventory(options.common.nodes, db));
+  const Inventory inventory = cli::with_policy_pools(
+      in.inventory ? std::move(*in.inventory)
+                   : cli::value_or_fail(load_inventory(options.common.nodes, db)),
+      policy, db);
   const PodReport& pod = in.report;
   const std::vector<PodEvent>& events = in.events;
   const std::string& pod_where = in.pod_where;

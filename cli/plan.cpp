@@ -87,14 +87,14 @@ void run_plan(const PlanOptions& options) {
   const Policy policy = cli::value_or_fail(cli::load_policy_option(options.common, db));
   cli::JudgedInputs read =
       cli::read_judged_inputs(options.cluster, options.paths, options.common.nodes, db);
-  const Inventory& inventory = read.inventory;
+  const Inventory inventory = cli::with_policy_pools(std::move(read.inventory), policy, db);
   cli::ManifestInputs& in = read.manifests;
   std::vector<Node> before_nodes;
   before_nodes.reserve(inventory.size());
   for (std::size_t i = 0; i < inventory.size(); ++i) before_nodes.push_back(inventory.node(i));
   for (const std::string& file : options.add_nodes) {
     const std::string text = cli::value_or_fail(read_input(file));
-    for (Node& n : cli::value_or_fail(parse_nodes(text, display_name(file)))) {
+    for (Node& n : cli::value_or_fail(parse_nodes(text, display_name(file), &db))) {
       changes.additions.push_back(std::move(n));
     }
   }

@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "policy/node_pool.h"
 #include "types/saturating.h"
 
 namespace cudagate {
@@ -79,14 +80,6 @@ std::optional<std::int64_t> parse_int64(std::string_view s) {
   }
   if (magnitude == kLimit) return std::nullopt;
   return static_cast<std::int64_t>(magnitude);
-}
-
-// Toleration.ToleratesTaint.
-bool tolerates(const Toleration& t, const Taint& taint) {
-  if (!t.effect.empty() && t.effect != taint.effect) return false;
-  if (!t.key.empty() && t.key != taint.key) return false;
-  if (t.op.empty() || t.op == "Equal") return t.value == taint.value;
-  return t.op == "Exists";
 }
 
 std::string facts_key(const GpuFacts& f) {
@@ -265,6 +258,8 @@ struct InventoryBuilder::State {
   std::vector<std::uint32_t> group_of;
   // DRA devices, for the few nodes that have them.
   std::unordered_map<std::uint32_t, std::shared_ptr<const std::vector<DeviceKind>>> node_devices;
+  // Node pools' nodes, as given.
+  std::unordered_map<std::uint32_t, std::shared_ptr<const Node>> pool_nodes;
   ViewMap<std::uint32_t> by_name;
   std::unordered_map<std::string, std::uint32_t> taint_kind_by_key;
   // Per indexed (NoSchedule/NoExecute) taint kind: its entry in taint_nodes.
@@ -427,6 +422,7 @@ bool InventoryBuilder::add(const Node& node, const GpuFacts* known) {
   if (!node.devices.empty()) {
     st.node_devices[i] = std::make_shared<const std::vector<DeviceKind>>(node.devices);
   }
+  if (node.pool != nullptr) st.pool_nodes[i] = std::make_shared<const Node>(node);
   return true;
 }
 
@@ -460,6 +456,11 @@ Inventory InventoryBuilder::finish() {
     if (const auto d = st.node_devices.find(static_cast<std::uint32_t>(i));
         d != st.node_devices.end()) {
       record->devices = d->second;
+    }
+    if (const auto p = st.pool_nodes.find(static_cast<std::uint32_t>(i));
+        p != st.pool_nodes.end()) {
+      record->pool_node = p->second;
+      inv.pool_names_.push_back(*record->name);
     }
     inv.nodes_.edit(i, kBuild) = std::move(record);
     inv.group_of_.edit(i, kBuild) = st.group_of[i];
@@ -527,6 +528,7 @@ Inventory InventoryBuilder::finish() {
       settle(entry.second, members);
     }
   }
+  inv.locate_pools();
   inv.built_strings_ = inv.strings_->strings.size();
   Inventory out = std::move(inv);
   st.ids = {};
@@ -535,6 +537,7 @@ Inventory InventoryBuilder::finish() {
   st.keys = {};
   st.labels = {};
   st.by_name = {};
+  st.pool_nodes = {};
   return out;
 }
 
@@ -558,6 +561,9 @@ class Inventory::Editor {
   void upsert(const Node& node) {
     GpuFacts facts = derive_gpu_facts(node, db_);
     const auto* found = inv_.by_name_.find(node.name);
+    const bool was_pool = found != nullptr && inv_.nodes_[found->second]->pool_node != nullptr;
+    if (was_pool && node.pool == nullptr) forget_pool(node.name);
+    if (!was_pool && node.pool != nullptr) inv_.pool_names_.push_back(node.name);
     const std::string* name =
         found != nullptr ? inv_.nodes_[found->second]->name : inv_.strings_->add(node.name);
     std::shared_ptr<const NodeRecord> record = make_record(node, name);
@@ -592,6 +598,7 @@ class Inventory::Editor {
     const auto* found = inv_.by_name_.find(name);
     if (found == nullptr) return;
     const std::uint32_t id = found->second;
+    if (inv_.nodes_[id]->pool_node != nullptr) forget_pool(name);
     const std::uint32_t slot = inv_.slot_of_node_[id];
     const std::uint32_t g = inv_.group_of_[id];
     unindex(id, slot);
@@ -623,9 +630,16 @@ class Inventory::Editor {
     for (NodeGroup& g : inv_.groups_) {
       if (g.members.universe() != inv_.size()) g.members.resize(inv_.size());
     }
+    // A node that changed group, or whose group moved, has a new slot.
+    inv_.locate_pools();
   }
 
  private:
+  void forget_pool(std::string_view name) {
+    auto& names = inv_.pool_names_;
+    names.erase(std::remove(names.begin(), names.end(), name), names.end());
+  }
+
   std::shared_ptr<const NodeRecord> make_record(const Node& node, const std::string* name) {
     auto record = std::make_shared<NodeRecord>();
     record->name = name;
@@ -657,6 +671,7 @@ class Inventory::Editor {
     if (!node.devices.empty()) {
       record->devices = std::make_shared<const std::vector<DeviceKind>>(node.devices);
     }
+    if (node.pool != nullptr) record->pool_node = std::make_shared<const Node>(node);
     return record;
   }
 
@@ -899,6 +914,15 @@ void Inventory::node_into(std::size_t i, Node& out) const {
   } else {
     out.devices.clear();
   }
+  out.pool = node.pool_node != nullptr ? node.pool_node->pool : nullptr;
+}
+
+void Inventory::locate_pools() {
+  pool_slots_.clear();
+  for (const std::string& name : pool_names_) {
+    if (const auto* found = by_name_.find(name))
+      pool_slots_.push_back(slot_of_node_[found->second]);
+  }
 }
 
 std::optional<std::size_t> Inventory::index_of(std::string_view name) const {
@@ -1017,6 +1041,31 @@ NodeSet Inventory::candidates(const PodSpec& spec, AddedRequests added) const {
 
 const NodeSet& Inventory::candidate_slots(const PodSpec& spec, CandidateScratch& scratch,
                                           AddedRequests added) const {
+  node_candidate_slots(spec, scratch, added);
+  if (!pool_slots_.empty()) admit_pools(spec, scratch, added);
+  return scratch.result;
+}
+
+void Inventory::admit_pools(const PodSpec& spec, CandidateScratch& scratch,
+                            AddedRequests added) const {
+  NodeSet& result = scratch.result;
+  const bool claims = !added.requests.empty();
+  if (!claims) effective_requests(spec, added, scratch);
+  std::vector<std::pair<std::string_view, std::int64_t>> requests;
+  requests.reserve(scratch.requests.size());
+  for (const auto& r : scratch.requests) requests.emplace_back(r.resource, std::max(r.app, r.init));
+  for (const std::uint32_t slot : pool_slots_) {
+    const NodeRecord& record = *nodes_[node_at_slot_[slot]];
+    if (!claims && pool_admits(*record.pool_node, requests, spec)) {
+      result.insert(slot);
+    } else {
+      result.erase(slot);
+    }
+  }
+}
+
+void Inventory::node_candidate_slots(const PodSpec& spec, CandidateScratch& scratch,
+                                     AddedRequests added) const {
   const std::size_t n = slot_count_;
   NodeSet& result = scratch.result;
   // A pod with nodeName skips the scheduler: the kubelet admits it after
@@ -1026,7 +1075,7 @@ const NodeSet& Inventory::candidate_slots(const PodSpec& spec, CandidateScratch&
   if (bound) {
     result.assign(n);
     const auto* found = by_name_.find(spec.node_name);
-    if (found == nullptr) return result;
+    if (found == nullptr) return;
     result.insert(slot_of_node_[found->second]);
   } else if (n == size()) {
     result.assign(n, true);  // no free slots
@@ -1038,15 +1087,15 @@ const NodeSet& Inventory::candidate_slots(const PodSpec& spec, CandidateScratch&
     const LabelIndex* index = label_index(key);
     if (index == nullptr) {
       result.clear();
-      return result;
+      return;
     }
     const auto* found = index->by_value.find(value);
     if (found == nullptr) {
       result.clear();
-      return result;
+      return;
     }
     found->second.intersect(result, scratch.kept);
-    if (result.empty()) return result;
+    if (result.empty()) return;
   }
 
   if (spec.required_terms) {
@@ -1056,7 +1105,7 @@ const NodeSet& Inventory::candidate_slots(const PodSpec& spec, CandidateScratch&
       scratch.any |= scratch.term;
     }
     result &= scratch.any;
-    if (result.empty()) return result;
+    if (result.empty()) return;
   }
 
   for (const auto& entry : taints_) {
@@ -1067,8 +1116,22 @@ const NodeSet& Inventory::candidate_slots(const PodSpec& spec, CandidateScratch&
     if (!tolerated) result.subtract(entry->slots);
   }
 
-  // The pod's effective request of each extended resource: the larger of
-  // the app containers' sum and the largest init container's.
+  effective_requests(spec, added, scratch);
+  for (const auto& request : scratch.requests) {
+    const std::int64_t needed = std::max(request.app, request.init);
+    if (needed <= 0) continue;
+    NodeSet& fit = scratch.part;
+    fit.assign(n);
+    if (const auto it = resources_.find(request.resource); it != resources_.end()) {
+      for (auto a = it->second->lower_bound(needed); a != it->second->end(); ++a) fit |= a->second;
+    }
+    result &= fit;
+  }
+}
+
+// The larger of the app containers' sum and the largest init container's.
+void Inventory::effective_requests(const PodSpec& spec, AddedRequests added,
+                                   CandidateScratch& scratch) {
   auto& requests = scratch.requests;
   requests.clear();
   const auto count = [&requests](std::string_view resource, std::int64_t amount, bool init) {
@@ -1110,17 +1173,6 @@ const NodeSet& Inventory::candidate_slots(const PodSpec& spec, CandidateScratch&
       count(name, added_of(name), c.init);
     }
   }
-  for (const auto& request : requests) {
-    const std::int64_t needed = std::max(request.app, request.init);
-    if (needed <= 0) continue;
-    NodeSet& fit = scratch.part;
-    fit.assign(n);
-    if (const auto it = resources_.find(request.resource); it != resources_.end()) {
-      for (auto a = it->second->lower_bound(needed); a != it->second->end(); ++a) fit |= a->second;
-    }
-    result &= fit;
-  }
-  return result;
 }
 
 }  // namespace cudagate

@@ -116,7 +116,10 @@ class Inventory {
   // matchFields on metadata.name), NoSchedule/NoExecute taints (cordoned
   // nodes tainted node.kubernetes.io/unschedulable:NoSchedule) against
   // tolerations, and every extended resource the pod requests available,
-  // with `added` counted as requests of the container they name.
+  // with `added` counted as requests of the container they name. A node
+  // pool's node is a candidate when the pool admits the pod (pool_admits(),
+  // Karpenter's semantics); never for a pod whose devices come from
+  // resource claims, which a node that does not exist yet publishes none of.
   [[nodiscard]] NodeSet candidates(const PodSpec& spec, AddedRequests added = {}) const;
 
   // The same candidates, for decisions: as a set of slots, the inventory's
@@ -142,6 +145,16 @@ class Inventory {
   // The storage of every string the inventory returns, names included: a
   // holder keeps the views of them valid after the inventory is gone.
   [[nodiscard]] std::shared_ptr<const void> name_storage() const { return strings_; }
+
+  // Whether node i stands for a node pool's next node (policy/node_pool.h).
+  [[nodiscard]] bool is_pool(std::size_t i) const { return nodes_[i]->pool_node != nullptr; }
+  // What node i stands for when it is a node pool's node, else nullptr.
+  // Valid as long as the inventory.
+  [[nodiscard]] const PoolNodeInfo* pool_info(std::size_t i) const {
+    return nodes_[i]->pool_node != nullptr ? nodes_[i]->pool_node->pool.get() : nullptr;
+  }
+  // The number of node pool nodes.
+  [[nodiscard]] std::size_t pool_nodes() const { return pool_names_.size(); }
 
   // Whether some node carries label `key` (mutation pins only on labels
   // the inventory has).
@@ -173,6 +186,9 @@ class Inventory {
     std::vector<std::pair<std::string_view, std::int64_t>> allocatable;
     std::shared_ptr<const std::vector<DeviceKind>> devices;  // null without DRA devices
     bool unschedulable = false;
+    // A node pool's node (policy/node_pool.h): the Node as given, which
+    // pool_admits() reads; null for a node of the cluster.
+    std::shared_ptr<const Node> pool_node;
   };
 
   // The slots of one label key or value: a sorted slot list while that is
@@ -208,6 +224,17 @@ class Inventory {
     std::uint32_t end = 0;
     std::vector<std::uint32_t> free;
   };
+
+  // The candidates among the nodes of the cluster, into scratch.result.
+  void node_candidate_slots(const PodSpec& spec, CandidateScratch& scratch,
+                            AddedRequests added) const;
+  // The pod's effective request of each extended resource, into scratch.requests.
+  static void effective_requests(const PodSpec& spec, AddedRequests added,
+                                 CandidateScratch& scratch);
+  // Sets each pool node's slot in scratch.result by whether the pool admits the pod.
+  void admit_pools(const PodSpec& spec, CandidateScratch& scratch, AddedRequests added) const;
+  // pool_slots_ from pool_names_.
+  void locate_pools();
 
   // Each writes its set of slots into `out`.
   void match_term(const NodeSelectorTerm& term, NodeSet& out, CandidateScratch& scratch) const;
@@ -247,6 +274,10 @@ class Inventory {
   ViewMap<Shared<std::map<std::int64_t, NodeSet>>> resources_;
   std::size_t unknown_gpu_nodes_ = 0;
   std::size_t gpu_nodes_ = 0;
+  // The node pools' nodes, by name and by slot (a few at most: every
+  // decision visits each).
+  std::vector<std::string> pool_names_;
+  std::vector<std::uint32_t> pool_slots_;
 };
 
 // Builds an inventory one node at a time, so that a large node list can be

@@ -10,6 +10,7 @@
 #include "policy/document.h"
 #include "policy/dra.h"
 #include "policy/json_view.h"
+#include "policy/node_pool.h"
 #include "policy/node_reader.h"
 #include "policy/pod.h"
 #include "types/quote.h"
@@ -34,6 +35,13 @@ const std::string* Node::label(std::string_view key) const {
   return find_value(labels, key);
 }
 
+bool tolerates(const Toleration& t, const Taint& taint) {
+  if (!t.effect.empty() && t.effect != taint.effect) return false;
+  if (!t.key.empty() && t.key != taint.key) return false;
+  if (t.op.empty() || t.op == "Equal") return t.value == taint.value;
+  return t.op == "Exists";
+}
+
 const DeviceAttribute* DeviceKind::attribute(std::string_view name) const {
   const auto it =
       std::lower_bound(attributes.begin(), attributes.end(), name,
@@ -45,7 +53,8 @@ Expected<Node> node_from_json(const json& object, std::string_view where) {
   return node_from_view(NlohmannView(object), where);
 }
 
-Expected<std::vector<Node>> parse_nodes(std::string_view text, std::string_view source) {
+Expected<std::vector<Node>> parse_nodes(std::string_view text, std::string_view source,
+                                        const CompatDb* db) {
   auto docs = parse_source_documents(text, source);
   if (!docs) return docs.error();
   if (docs->documents.empty()) {
@@ -55,24 +64,37 @@ Expected<std::vector<Node>> parse_nodes(std::string_view text, std::string_view 
   std::vector<ResourceSlice> slices;
   std::unordered_map<std::string, std::string> seen;  // name -> where it was read
 
+  auto keep = [&](Node node, const std::string& where) -> std::optional<Error> {
+    const auto [it, inserted] = seen.emplace(node.name, where);
+    if (!inserted) {
+      return Error{join(where, "metadata.name"),
+                   (node.pool != nullptr ? "" : "node ") + quote(node.name) +
+                       " appears twice (first in " +
+                       (it->second.empty() ? std::string("the same list") : it->second) + ")"};
+    }
+    out.push_back(std::move(node));
+    return std::nullopt;
+  };
   auto add = [&](const json& object, const std::string& where) -> std::optional<Error> {
-    if (const auto kind = object.is_object() ? object.find("kind") : object.end();
-        kind != object.end() && *kind == "ResourceSlice") {
+    const auto kind = object.is_object() ? object.find("kind") : object.end();
+    if (kind != object.end() && *kind == "ResourceSlice") {
       auto slice = resource_slice_from_json(object, where);
       if (!slice) return slice.error();
       slices.push_back(std::move(*slice));
       return std::nullopt;
     }
+    if (kind != object.end() && *kind == "NodePool") {
+      if (db == nullptr) return Error{where, "a NodePool is not expected here"};
+      auto pool = node_pool_from_json(object, where);
+      if (!pool) return pool.error();
+      for (Node& node : pool_nodes(std::make_shared<const NodePool>(std::move(*pool)), *db)) {
+        if (auto e = keep(std::move(node), where)) return e;
+      }
+      return std::nullopt;
+    }
     auto node = node_from_json(object, where);
     if (!node) return node.error();
-    const auto [it, inserted] = seen.emplace(node->name, where);
-    if (!inserted) {
-      return Error{join(where, "metadata.name"),
-                   "node " + quote(node->name) + " appears twice (first in " +
-                       (it->second.empty() ? std::string("the same list") : it->second) + ")"};
-    }
-    out.push_back(std::move(*node));
-    return std::nullopt;
+    return keep(std::move(*node), where);
   };
   auto add_items = [&](const json& items, const std::string& where,
                        const std::string& prefix) -> std::optional<Error> {
@@ -97,7 +119,7 @@ Expected<std::vector<Node>> parse_nodes(std::string_view text, std::string_view 
     }
     auto kind = string_field(value, "kind", "", false);
     if (!kind) return kind.error().within(where);
-    if (*kind == "Node" || *kind == "ResourceSlice" ||
+    if (*kind == "Node" || *kind == "ResourceSlice" || *kind == "NodePool" ||
         (kind->empty() && value.contains("metadata") && !value.contains("items"))) {
       if (auto e = add(value, where)) return *e;
     } else if (ends_with_list(*kind) || (kind->empty() && value.contains("items"))) {
@@ -108,7 +130,8 @@ Expected<std::vector<Node>> parse_nodes(std::string_view text, std::string_view 
       }
     } else {
       return Error{join(where, "kind"),
-                   "expected a Node, a ResourceSlice, a NodeList or a List, got " + quote(*kind)};
+                   "expected a Node, a ResourceSlice, a NodePool, a NodeList or a List, got " +
+                       quote(*kind)};
     }
   }
   if (!slices.empty()) {
@@ -278,6 +301,34 @@ GpuFacts device_gpu_facts(const DeviceKind& kind, const CompatDb& db) {
 
 namespace {
 
+// The product a pool declares (the policy's gpuProduct, a matrix or cloud
+// accelerator name) or that its GPU kind names (an instance type, a
+// provider's GPU name), when the matrix knows it. A GPU name that stands for
+// several products (a100: 40 GB and 80 GB) gives the first when they all
+// have one compute capability, else none.
+const Product* pool_product(const PoolNodeInfo& info, const CompatDb& db) {
+  const NodePool& pool = *info.pool;
+  if (!pool.product.empty()) {
+    if (const Product* p = db.product_by_label(pool.product)) return p;
+    for (const CloudAccelerator& row : db.cloud_accelerators) {
+      if (row.value == pool.product) return db.product_by_cloud_label(row.label, row.value);
+    }
+    return nullptr;
+  }
+  if (info.kind_value.empty()) return nullptr;
+  if (info.kind_key == "node.kubernetes.io/instance-type") {
+    const InstanceType* type = db.instance_type(info.kind_value);
+    return type != nullptr ? db.product_by_label(type->product) : nullptr;
+  }
+  const std::vector<const Product*> products =
+      db.products_by_instance_label(info.kind_key, info.kind_value);
+  if (products.empty()) return nullptr;
+  for (const Product* p : products) {
+    if (!(p->cc == products.front()->cc)) return nullptr;
+  }
+  return products.front();
+}
+
 // The first kind's facts fill in what labels leave unknown.
 void add_device_facts(const Node& node, const CompatDb& db, GpuFacts& f) {
   for (const DeviceKind& kind : node.devices) {
@@ -331,6 +382,9 @@ GpuFacts derive_gpu_facts(const Node& node, const CompatDb& db) {
     f.driver_source = NodeFactSource::gfd;
   } else if ((f.driver = parse_opt<DriverVersion>(labels.get("cudagate.io/driver-version")))) {
     f.driver_source = NodeFactSource::cudagate;
+  } else if (node.pool != nullptr &&
+             (f.driver = parse_opt<DriverVersion>(&node.pool->pool->driver))) {
+    f.driver_source = NodeFactSource::pool;
   }
 
   // Maximum CUDA: what the driver reports through GFD, else the compat-db's
@@ -371,6 +425,10 @@ GpuFacts derive_gpu_facts(const Node& node, const CompatDb& db) {
         break;
       }
     }
+  }
+  if (product == nullptr && node.pool != nullptr) {
+    product = pool_product(*node.pool, db);
+    if (product != nullptr) product_source = NodeFactSource::pool;
   }
   if (product_label != nullptr) {
     f.product = *product_label;

@@ -5,6 +5,7 @@
 // name through compat-db.
 
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -14,6 +15,7 @@
 
 #include "compat-db/compat_db.h"
 #include "policy/key_values.h"
+#include "policy/pod.h"
 #include "types/expected.h"
 #include "types/version.h"
 
@@ -48,6 +50,8 @@ struct DeviceKind {
   friend bool operator==(const DeviceKind&, const DeviceKind&) = default;
 };
 
+struct PoolNodeInfo;  // policy/node_pool.h
+
 // The parts of a Node object that scheduling and compatibility depend on.
 struct Node {
   std::string name;
@@ -60,17 +64,30 @@ struct Node {
   // publish (attach_devices() in policy/dra.h sets them, and for each kind
   // an allocatable entry named by dra_resource_name()).
   std::vector<DeviceKind> devices;
+  // Set on the nodes that stand for a node pool's next node
+  // (policy/node_pool.h), which are not Node objects of the cluster.
+  std::shared_ptr<const PoolNodeInfo> pool;
 
   [[nodiscard]] const std::string* label(std::string_view key) const;
 };
 
+// Toleration.ToleratesTaint (k8s.io/api/core/v1/toleration.go).
+[[nodiscard]] bool tolerates(const Toleration& t, const Taint& taint);
+
 // Reads a `kubectl get nodes -o json|yaml` output: a NodeList, a List, one
 // Node, or several YAML documents. Errors name the source, the item and the field.
-Expected<std::vector<Node>> parse_nodes(std::string_view text, std::string_view source);
+// ResourceSlices among them give their nodes' DRA devices. Karpenter
+// NodePools among them become the nodes that stand for each pool's next
+// node (pool_nodes() in policy/node_pool.h, with `db`); without `db`, a
+// NodePool is an error.
+Expected<std::vector<Node>> parse_nodes(std::string_view text, std::string_view source,
+                                        const CompatDb* db = nullptr);
 Expected<Node> node_from_json(const nlohmann::json& object, std::string_view where);
 
 // Where a node fact came from; the label keys are what /mutate pins on.
-enum class NodeFactSource : unsigned char { none, gfd, cudagate, cloud, product, dra };
+// `pool`: a node pool's declared facts (its driver annotation, the policy's
+// product), which its nodes carry as no label.
+enum class NodeFactSource : unsigned char { none, gfd, cudagate, cloud, product, dra, pool };
 
 struct GpuFacts {
   bool has_gpu = false;  // allocatable nvidia.com/gpu or nvidia.com/mig-* > 0

@@ -117,6 +117,7 @@ class PolicyReader {
                          "gpuResources",
                          "draDeviceClasses",
                          "images",
+                         "nodePools",
                          "registry"};
     std::optional<Error> err = for_each_field(
         root, "", fields,
@@ -172,6 +173,7 @@ class PolicyReader {
             return read_string_list(value, path, policy.dra_device_classes);
           }
           if (key == "images") return read_images(value, path, policy.images);
+          if (key == "nodePools") return read_node_pools(value, path, policy.node_pools);
           if (key == "registry") return read_registry(value, path, policy.registry);
           return std::nullopt;
         });
@@ -408,6 +410,138 @@ class PolicyReader {
       entries.push_back(std::move(entry));
     }
     out = std::move(entries);
+    return std::nullopt;
+  }
+
+  // nodePools: node groups the cluster's autoscaler launches nodes of, as
+  // policy/node_pool.h's NodePool (source policy).
+  std::optional<Error> read_node_pools(const YAML::Node& node, const std::string& path,
+                                       std::vector<NodePool>& out) {
+    if (!node.IsSequence()) {
+      return fail(node, path, "expected a list of node pools (name, labels, gpuProduct, ...)");
+    }
+    std::vector<NodePool> pools;
+    std::size_t index = 0;
+    for (const YAML::Node& item : node) {
+      const std::string item_path = path + "[" + std::to_string(index++) + "]";
+      if (!item.IsMap()) return fail(item, item_path, "expected a node pool with name and labels");
+      const int entry_line = line_of(item);
+      NodePool pool;
+      pool.source = NodePool::Source::policy;
+      pool.where = fail_at_line(entry_line, item_path, "").where;
+      auto err = for_each_field(
+          item, item_path,
+          {"name", "labels", "taints", "gpuProduct", "gpus", "gpuResource", "driverVersion"},
+          [&](const std::string& key, const YAML::Node& value,
+              const std::string& field) -> std::optional<Error> {
+            if (key == "labels") return read_labels(value, field, pool.labels);
+            if (key == "taints") return read_taints(value, field, pool.taints);
+            if (key == "gpus") {
+              const std::string text = value.IsScalar() ? value.Scalar() : "";
+              const bool digits = !text.empty() && text.size() <= 4 &&
+                                  std::all_of(text.begin(), text.end(),
+                                              [](char c) { return c >= '0' && c <= '9'; });
+              pool.gpus = digits ? std::stoll(text) : 0;
+              if (pool.gpus < 1) {
+                return fail(value, field, "expected the number of GPUs of each node, 1 or more");
+              }
+              return std::nullopt;
+            }
+            std::string text;
+            if (auto e = read_scalar(value, field, text)) return e;
+            if (key == "name") {
+              if (text.empty()) return fail(value, field, "expected the pool's name");
+              pool.name = text;
+            } else if (key == "gpuProduct") {
+              pool.product = text;
+            } else if (key == "gpuResource") {
+              if (text.empty()) return fail(value, field, "expected an extended resource name");
+              pool.gpu_resource = text;
+            } else if (key == "driverVersion") {
+              if (!DriverVersion::parse(text)) {
+                return fail(value, field,
+                            "expected a driver version such as 570.86.15, got " + quote(text));
+              }
+              pool.driver = text;
+            }
+            return std::nullopt;
+          });
+      if (err) return err;
+      if (pool.name.empty()) {
+        return fail_at_line(entry_line, item_path + ".name",
+                            "missing: each node pool needs a name");
+      }
+      if (pool.labels.empty()) {
+        return fail_at_line(entry_line, item_path + ".labels",
+                            "missing: the labels every node of the pool carries, by which a pin "
+                            "selects it (cloud.google.com/gke-nodepool: " +
+                                pool.name + ")");
+      }
+      for (const NodePool& other : pools) {
+        if (other.name == pool.name) {
+          return fail_at_line(entry_line, item_path + ".name",
+                              "node pool " + quote(pool.name) + " is declared twice");
+        }
+      }
+      pools.push_back(std::move(pool));
+    }
+    out = std::move(pools);
+    return std::nullopt;
+  }
+
+  std::optional<Error> read_labels(const YAML::Node& node, const std::string& path,
+                                   KeyValues& out) {
+    if (!node.IsMap()) return fail(node, path, "expected a mapping of label keys to values");
+    KeyValues labels;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      const auto entry = *it;
+      const YAML::Node key = entry.first;
+      const YAML::Node value = entry.second;
+      last_line_ = line_of(key);
+      if (!key.IsScalar() || key.Scalar().empty()) return fail(key, path, "expected a label key");
+      if (!value || !value.IsScalar()) {
+        return fail(value, child_path(path, key.Scalar()), "expected a label value");
+      }
+      labels.emplace_back(key.Scalar(), value.Scalar());
+    }
+    std::sort(labels.begin(), labels.end());
+    out = std::move(labels);
+    return std::nullopt;
+  }
+
+  std::optional<Error> read_taints(const YAML::Node& node, const std::string& path,
+                                   std::vector<Taint>& out) {
+    if (!node.IsSequence()) return fail(node, path, "expected a list of taints (key, effect)");
+    std::size_t index = 0;
+    for (const YAML::Node& item : node) {
+      const std::string item_path = path + "[" + std::to_string(index++) + "]";
+      if (!item.IsMap()) return fail(item, item_path, "expected a taint with key and effect");
+      Taint taint;
+      auto err = for_each_field(
+          item, item_path, {"key", "value", "effect"},
+          [&](const std::string& key, const YAML::Node& value,
+              const std::string& field) -> std::optional<Error> {
+            std::string text;
+            if (auto e = read_scalar(value, field, text)) return e;
+            if (key == "key") taint.key = text;
+            if (key == "value") taint.value = text;
+            if (key == "effect") {
+              if (text != "NoSchedule" && text != "PreferNoSchedule" && text != "NoExecute") {
+                return fail(value, field,
+                            "expected NoSchedule, PreferNoSchedule or "
+                            "NoExecute, got " +
+                                quote(text));
+              }
+              taint.effect = text;
+            }
+            return std::nullopt;
+          });
+      if (err) return err;
+      if (taint.key.empty() || taint.effect.empty()) {
+        return fail(item, item_path, "expected a taint with key and effect");
+      }
+      out.push_back(std::move(taint));
+    }
     return std::nullopt;
   }
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "policy/arch_list.h"
+#include "policy/node_pool.h"
 #include "types/expected.h"
 
 namespace cudagate {
@@ -76,6 +77,9 @@ struct Policy {
   // Device classes whose devices are GPUs to judge (Dynamic Resource Allocation).
   std::vector<std::string> dra_device_classes = {"gpu.nvidia.com", "mig.nvidia.com"};
   std::vector<CatalogEntry> images;
+  // Node groups an autoscaler launches nodes of (docs/contract.md §2.7):
+  // each stands for its next node beside the cluster's nodes.
+  std::vector<NodePool> node_pools;
   RegistrySettings registry;
 
   // The first catalog entry whose glob matches `reference`, or nullptr.

@@ -62,7 +62,7 @@ Expected<Policy> load_policy_file(const std::string& path, const CompatDb& db) {
 Expected<Inventory> load_inventory_file(const std::string& path, const CompatDb& db) {
   auto text = read_input(path);
   if (!text) return text.error();
-  auto nodes = parse_nodes(*text, display_name(path));
+  auto nodes = parse_nodes(*text, display_name(path), &db);
   if (!nodes) return nodes.error();
   spdlog::debug("read {} nodes from {}", nodes->size(), display_name(path));
   return Inventory::build(std::move(nodes).value(), db);

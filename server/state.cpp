@@ -8,38 +8,42 @@
 
 namespace cudagate {
 
-namespace {
-
-std::shared_ptr<const Snapshot> first_snapshot(std::shared_ptr<const CompatDb> db,
-                                               std::shared_ptr<const Policy> policy,
-                                               std::shared_ptr<const Inventory> inventory) {
-  auto platform = fleet_platform(*inventory);
-  return std::make_shared<const Snapshot>(Snapshot{
-      std::move(db), std::move(policy), std::move(inventory), std::move(platform), nullptr});
-}
-
-}  // namespace
-
 ServerState::ServerState(std::shared_ptr<const CompatDb> db, std::shared_ptr<const Policy> policy,
-                         std::shared_ptr<const Inventory> inventory)
-    : current_(first_snapshot(std::move(db), std::move(policy), std::move(inventory))) {}
+                         std::shared_ptr<const Inventory> inventory) {
+  const std::lock_guard updating(update_mutex_);
+  publish(std::move(db), std::move(policy), std::move(inventory), nullptr);
+}
 
 std::shared_ptr<const Snapshot> ServerState::snapshot() const {
   const std::lock_guard lock(mutex_);
   return current_;
 }
 
-void ServerState::set_policy(std::shared_ptr<const Policy> policy) {
+void ServerState::publish(std::shared_ptr<const CompatDb> db, std::shared_ptr<const Policy> policy,
+                          std::shared_ptr<const Inventory> cluster,
+                          std::shared_ptr<const ClaimCatalog> claims) {
+  cluster_inventory_ = cluster;
+  auto inventory = with_policy_pools(std::move(cluster), policy->node_pools, *db);
+  std::string platform = fleet_platform(*inventory);
+  // The old snapshot may hold the last reference to a large inventory: release
+  // it after the lock, so that freeing it never delays a reader.
   std::shared_ptr<const Snapshot> old;
   {
     const std::lock_guard lock(mutex_);
-    old = std::exchange(current_, std::make_shared<const Snapshot>(
-                                      Snapshot{current_->db, std::move(policy), current_->inventory,
-                                               current_->fleet_platform, current_->claims}));
+    old = std::exchange(current_, std::make_shared<const Snapshot>(Snapshot{
+                                      std::move(db), std::move(policy), std::move(inventory),
+                                      std::move(platform), std::move(claims)}));
   }
 }
 
+void ServerState::set_policy(std::shared_ptr<const Policy> policy) {
+  const std::lock_guard updating(update_mutex_);
+  const auto now = snapshot();
+  publish(now->db, std::move(policy), cluster_inventory_, now->claims);
+}
+
 void ServerState::set_claims(std::shared_ptr<const ClaimCatalog> claims) {
+  const std::lock_guard updating(update_mutex_);
   std::shared_ptr<const Snapshot> old;
   {
     const std::lock_guard lock(mutex_);
@@ -51,17 +55,10 @@ void ServerState::set_claims(std::shared_ptr<const ClaimCatalog> claims) {
 
 void ServerState::set_inventory(std::shared_ptr<const Inventory> inventory,
                                 std::shared_ptr<const CompatDb> db) {
-  // The old snapshot may hold the last reference to a large inventory: release
-  // it after the lock, so that freeing it never delays a reader.
-  std::shared_ptr<const Snapshot> old;
-  std::string platform = fleet_platform(*inventory);
-  {
-    const std::lock_guard lock(mutex_);
-    if (!db) db = current_->db;
-    old = std::exchange(current_, std::make_shared<const Snapshot>(Snapshot{
-                                      std::move(db), current_->policy, std::move(inventory),
-                                      std::move(platform), current_->claims}));
-  }
+  const std::lock_guard updating(update_mutex_);
+  const auto now = snapshot();
+  if (!db) db = now->db;
+  publish(std::move(db), now->policy, std::move(inventory), now->claims);
 }
 
 }  // namespace cudagate

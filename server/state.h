@@ -45,6 +45,9 @@ class ServerState {
   // Never null.
   [[nodiscard]] std::shared_ptr<const Snapshot> snapshot() const;
 
+  // The inventory published is the cluster's (set_inventory) with the
+  // nodes of the policy's node pools (with_policy_pools), remade on either
+  // change.
   void set_policy(std::shared_ptr<const Policy> policy);
   // `db`, when given, is the matrix the inventory's facts were derived with
   // (a reloaded --compat-db): both are published in one swap.
@@ -64,6 +67,14 @@ class ServerState {
   }
 
  private:
+  // Publishes a snapshot of these; the inventory is `cluster` with the
+  // policy's pools. Called with update_mutex_ held.
+  void publish(std::shared_ptr<const CompatDb> db, std::shared_ptr<const Policy> policy,
+               std::shared_ptr<const Inventory> cluster,
+               std::shared_ptr<const ClaimCatalog> claims);
+
+  std::mutex update_mutex_;  // one update at a time; readers never take it
+  std::shared_ptr<const Inventory> cluster_inventory_;  // guarded by update_mutex_
   mutable std::mutex mutex_;
   std::shared_ptr<const Snapshot> current_;
   std::atomic<bool> certificate_loaded_{false};

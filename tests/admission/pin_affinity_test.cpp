@@ -15,6 +15,7 @@
 #include "admission/enforcement.h"
 #include "policy/evaluate.h"
 #include "policy/node.h"
+#include "policy/node_pool.h"
 #include "tests/support/fixtures.h"
 
 namespace cudagate {
@@ -493,6 +494,104 @@ INSTANTIATE_TEST_SUITE_P(Rfc6901, PointerToken,
                          testing::Values(TokenRow{"cudagate.io/pinned", "cudagate.io~1pinned"},
                                          TokenRow{"a~b", "a~0b"}, TokenRow{"~/", "~0~1"},
                                          TokenRow{"plain", "plain"}, TokenRow{"", ""}));
+
+namespace pools {
+
+// A GPU NodePool of Karpenter's AWS provider; `driver` its annotation.
+std::string node_pool(const std::string& name, const std::string& driver,
+                      const std::string& gpu_names) {
+  return "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata:\n  name: " + name +
+         "\n  annotations: {cudagate.io/driver-version: \"" + driver +
+         "\"}\nspec:\n  template:\n    spec:\n      requirements:\n"
+         "        - {key: karpenter.k8s.aws/instance-gpu-name, operator: In, values: [" +
+         gpu_names + "]}\n      taints:\n        - {key: nvidia.com/gpu, effect: NoSchedule}\n";
+}
+
+// A node with GPU Feature Discovery's labels, `pool` its NodePool or "".
+std::string gfd_node(const std::string& name, const std::string& driver_major,
+                     const std::string& pool) {
+  std::string labels = "{nvidia.com/cuda.driver.major: \"" + driver_major +
+                       "\", nvidia.com/cuda.driver.minor: \"0\", nvidia.com/cuda.driver.rev: "
+                       "\"0\", nvidia.com/gpu.compute.major: \"7\", nvidia.com/gpu.compute.minor: "
+                       "\"5\"";
+  // Karpenter's nodes carry their pool's name and the labels of the
+  // instance type it launched.
+  if (!pool.empty()) {
+    labels += ", karpenter.sh/nodepool: " + pool + ", karpenter.k8s.aws/instance-gpu-name: t4";
+  }
+  labels += "}";
+  return "apiVersion: v1\nkind: Node\nmetadata:\n  name: " + name + "\n  labels: " + labels +
+         "\nstatus: {allocatable: {nvidia.com/gpu: \"1\"}}\n";
+}
+
+Inventory fleet() {
+  const std::string text =
+      node_pool("gpu", "570.124.06", "t4, a100") + "---\n" + node_pool("old", "535.183.01", "t4") +
+      "---\n" + gfd_node("node-new", "570", "") + "---\n" + gfd_node("node-old", "535", "") +
+      "---\n" + gfd_node("gpu-stale", "535", "gpu") + "---\n" + gfd_node("gpu-fresh", "570", "gpu");
+  auto nodes = parse_nodes(text, "fleet.yaml", &db());
+  if (!nodes) throw std::runtime_error(nodes.error().str());
+  return Inventory::build(*nodes, db());
+}
+
+// The pin of a pod that needs CUDA 12.8 selects exactly the nodes and the
+// pools that can run it: the pools by the labels the NodePool defines, so
+// that Karpenter launches a node only from the compatible pool
+// (pool_admits, its scheduler's rule), and the pool's node that cannot run
+// it by name.
+TEST(PinAffinityPools, SelectsCompatiblePoolsByTheirOwnLabels) {
+  const Inventory inventory = fleet();
+  const json pod = base_pod({{"CUDA_VERSION", "12.8.0"}});
+  const Workload w = workload_of(pod);
+  const Decision d = decide(w, inventory);
+  ASSERT_EQ(d.verdict, Verdict::partial);
+  const NodeSet wanted = compatible_candidates(w, d, inventory);
+  EXPECT_EQ(names_of(wanted, inventory),
+            (std::vector<std::string>{"NodePool gpu (a100)", "NodePool gpu (t4)", "node-new",
+                                      "gpu-fresh"}))
+      << "order is the inventory's";
+  auto pin = pin_affinity(pod, w, d, inventory, db(), "pinned for the test");
+  ASSERT_TRUE(pin) << pin.error().str();
+  EXPECT_NE(pin->scheme.find("node pools"), std::string::npos) << pin->scheme;
+  const Workload patched = workload_of(apply_patch(pod, pin->patch));
+  EXPECT_EQ(names_of(inventory.candidates(patched.spec), inventory), names_of(wanted, inventory));
+  // Each pool admits the patched pod exactly when it is compatible.
+  const std::vector<std::pair<std::string_view, std::int64_t>> one_gpu = {{"nvidia.com/gpu", 1}};
+  for (std::size_t i = 0; i < inventory.size(); ++i) {
+    if (!inventory.is_pool(i)) continue;
+    const Node node = inventory.node(i);
+    const bool compatible = node.pool->pool->name == "gpu";
+    EXPECT_EQ(pool_admits(node, one_gpu, patched.spec), compatible) << node.name;
+  }
+  // The terms name karpenter.sh/nodepool, and gpu-stale only to leave it out.
+  const std::string terms = pin->patch.dump();
+  EXPECT_NE(terms.find("karpenter.sh/nodepool"), std::string::npos) << terms;
+  EXPECT_NE(terms.find("gpu-stale"), std::string::npos) << terms;
+  EXPECT_EQ(terms.find("\"old\""), std::string::npos) << terms;
+}
+
+// Without a pool among the compatible candidates the pin is on GPU
+// Feature Discovery's labels, which no NodePool defines: Karpenter
+// launches no node for the pod from a pool that cannot run it.
+TEST(PinAffinityPools, LabelPinsKeepIncompatiblePoolsOut) {
+  const Inventory inventory = fleet();
+  json pod = base_pod({{"CUDA_VERSION", "12.8.0"}});
+  // Only the nodes: a pod that already names the old pool's label is judged there.
+  pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+     ["nodeSelectorTerms"] = json::parse(
+         R"([{"matchExpressions": [{"key": "karpenter.sh/nodepool", "operator": "NotIn",
+              "values": ["gpu"]}]}])");
+  const Workload w = workload_of(pod);
+  const Decision d = decide(w, inventory);
+  ASSERT_EQ(d.verdict, Verdict::partial);
+  auto pin = pin_affinity(pod, w, d, inventory, db(), "pinned for the test");
+  ASSERT_TRUE(pin) << pin.error().str();
+  const Workload patched = workload_of(apply_patch(pod, pin->patch));
+  EXPECT_EQ(names_of(inventory.candidates(patched.spec), inventory),
+            (std::vector<std::string>{"node-new"}));
+}
+
+}  // namespace pools
 
 }  // namespace
 }  // namespace cudagate

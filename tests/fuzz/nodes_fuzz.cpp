@@ -1,5 +1,6 @@
 // parse_nodes, Inventory::build and candidates must take every input
-// without crashing: nodes come from files people write and from the API.
+// without crashing: nodes and Karpenter NodePools come from files people
+// write and from the API.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -40,7 +41,7 @@ cudagate::PodSpec fixed_pod() {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  auto nodes = cudagate::parse_nodes(text, "fuzz.json");
+  auto nodes = cudagate::parse_nodes(text, "fuzz.json", &db());
   if (!nodes) {
     (void)nodes.error().str();
     return 0;

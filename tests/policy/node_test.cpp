@@ -219,7 +219,8 @@ TEST(Node, ErrorsNameTheSourceTheItemAndTheField) {
       {R"({"kind": "Node", "metadata": [1]})",
        "nodes.json: metadata: expected an object, got array"},
       {R"({"kind": "Pod", "metadata": {"name": "p"}})",
-       "nodes.json: kind: expected a Node, a ResourceSlice, a NodeList or a List, got \"Pod\""},
+       "nodes.json: kind: expected a Node, a ResourceSlice, a NodePool, a NodeList or a List, got "
+       "\"Pod\""},
       {R"({"kind": "NodeList", "items": {"a": 1}})",
        "nodes.json: items: expected a list, got object"},
       {R"({"kind": "NodeList", "items": [1]})",
