@@ -11,6 +11,9 @@
 
 #include "policy/document.h"
 #include "policy/inventory.h"
+#include "policy/json_view.h"
+#include "policy/node_reader.h"
+#include "policy/workload_reader.h"
 #include "types/quote.h"
 
 namespace cudagate {
@@ -32,83 +35,51 @@ Expected<KeyValues> string_map(const json& object, std::string_view key, const s
   return out;
 }
 
-Expected<std::vector<Taint>> taint_list(const json& object, std::string_view key,
+// What Karpenter's API admits of a NodePool's requirements (its CRD's
+// validation): a known operator, one integer for Gt and Lt, no values for
+// Exists and DoesNotExist, at least one for In. The pod reader leaves such
+// checks to matching, as the scheduler does; a NodePool is refused instead.
+std::optional<Error> check_requirements(const std::vector<NodeSelectorRequirement>& list,
                                         const std::string& path) {
-  auto list = array_field(object, key, path);
-  if (!list) return list.error();
-  std::vector<Taint> out;
-  if (*list == nullptr) return out;
-  const std::string list_path = field_path(path, key);
-  for (std::size_t i = 0; i < (*list)->size(); ++i) {
-    const json& item = (**list)[i];
-    const std::string item_path = index_path(list_path, i);
-    if (!item.is_object()) return Error{item_path, type_error("an object", item)};
-    Taint taint;
-    auto k = string_field(item, "key", item_path, true);
-    if (!k) return k.error();
-    auto value = string_field(item, "value", item_path, false);
-    if (!value) return value.error();
-    auto effect = string_field(item, "effect", item_path, true);
-    if (!effect) return effect.error();
-    if (*effect != "NoSchedule" && *effect != "PreferNoSchedule" && *effect != "NoExecute") {
-      return Error{field_path(item_path, "effect"),
-                   "expected NoSchedule, PreferNoSchedule or NoExecute, got " + quote(*effect)};
-    }
-    out.push_back(Taint{std::move(*k), std::move(*value), std::move(*effect)});
-  }
-  return out;
-}
-
-Expected<std::vector<NodeSelectorRequirement>> requirement_list(const json& object,
-                                                                std::string_view key,
-                                                                const std::string& path) {
-  auto list = array_field(object, key, path);
-  if (!list) return list.error();
-  std::vector<NodeSelectorRequirement> out;
-  if (*list == nullptr) return out;
-  const std::string list_path = field_path(path, key);
-  for (std::size_t i = 0; i < (*list)->size(); ++i) {
-    const json& item = (**list)[i];
-    const std::string item_path = index_path(list_path, i);
-    if (!item.is_object()) return Error{item_path, type_error("an object", item)};
-    NodeSelectorRequirement r;
-    auto k = string_field(item, "key", item_path, true);
-    if (!k) return k.error();
-    auto op = string_field(item, "operator", item_path, true);
-    if (!op) return op.error();
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const NodeSelectorRequirement& r = list[i];
+    const std::string item_path = index_path(path, i);
+    if (r.key.empty()) return Error{field_path(item_path, "key"), "is required"};
     static constexpr std::string_view kOperators[] = {"In",           "NotIn", "Exists",
                                                       "DoesNotExist", "Gt",    "Lt"};
-    if (std::find(std::begin(kOperators), std::end(kOperators), *op) == std::end(kOperators)) {
+    if (std::find(std::begin(kOperators), std::end(kOperators), r.op) == std::end(kOperators)) {
       return Error{field_path(item_path, "operator"),
-                   "expected In, NotIn, Exists, DoesNotExist, Gt or Lt, got " + quote(*op)};
+                   "expected In, NotIn, Exists, DoesNotExist, Gt or Lt, got " + quote(r.op)};
     }
-    auto values = array_field(item, "values", item_path);
-    if (!values) return values.error();
-    if (*values != nullptr) {
-      for (std::size_t v = 0; v < (*values)->size(); ++v) {
-        const json& value = (**values)[v];
-        if (!value.is_string()) {
-          return Error{index_path(field_path(item_path, "values"), v),
-                       type_error("a string", value)};
-        }
-        r.values.push_back(value.get<std::string>());
-      }
+    const bool bound = r.op == "Gt" || r.op == "Lt";
+    const bool none = r.op == "Exists" || r.op == "DoesNotExist";
+    std::int64_t number = 0;
+    const bool integer =
+        bound && r.values.size() == 1 &&
+        std::from_chars(r.values[0].data(), r.values[0].data() + r.values[0].size(), number).ptr ==
+            r.values[0].data() + r.values[0].size() &&
+        !r.values[0].empty();
+    if ((bound && !integer) || (none && !r.values.empty()) || (r.op == "In" && r.values.empty())) {
+      return Error{field_path(item_path, "values"), "operator " + r.op +
+                                                        (bound  ? " takes one integer value"
+                                                         : none ? " takes no values"
+                                                                : " takes at least one value")};
     }
-    const bool one_value = *op == "Gt" || *op == "Lt";
-    const bool no_values = *op == "Exists" || *op == "DoesNotExist";
-    if ((one_value && r.values.size() != 1) || (no_values && !r.values.empty()) ||
-        (*op == "In" && r.values.empty())) {
-      return Error{field_path(item_path, "values"),
-                   "operator " + *op +
-                       (one_value   ? " takes one value"
-                        : no_values ? " takes no values"
-                                    : " takes at least one value")};
-    }
-    r.key = std::move(*k);
-    r.op = std::move(*op);
-    out.push_back(std::move(r));
   }
-  return out;
+  return std::nullopt;
+}
+
+std::optional<Error> check_taints(const std::vector<Taint>& list, const std::string& path) {
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string item_path = index_path(path, i);
+    if (list[i].key.empty()) return Error{field_path(item_path, "key"), "is required"};
+    const std::string& effect = list[i].effect;
+    if (effect != "NoSchedule" && effect != "PreferNoSchedule" && effect != "NoExecute") {
+      return Error{field_path(item_path, "effect"),
+                   "expected NoSchedule, PreferNoSchedule or NoExecute, got " + quote(effect)};
+    }
+  }
+  return std::nullopt;
 }
 
 // Karpenter's Requirement: a set of label values, or its complement, with
@@ -284,6 +255,7 @@ Expected<NodePool> node_pool_from_json(const json& object, std::string_view wher
   if (*metadata == nullptr) return Error{"metadata", "is required"}.within(at);
   auto name = string_field(**metadata, "name", "metadata", true);
   if (!name) return name.error().within(at);
+  if (name->empty()) return Error{"metadata.name", "is required"}.within(at);
   pool.name = std::move(*name);
   auto annotations = string_map(**metadata, "annotations", "metadata");
   if (!annotations) return annotations.error().within(at);
@@ -312,12 +284,18 @@ Expected<NodePool> node_pool_from_json(const json& object, std::string_view wher
   auto tmpl_spec = object_field(**tmpl, "spec", "spec.template");
   if (!tmpl_spec) return tmpl_spec.error().within(at);
   if (*tmpl_spec == nullptr) return Error{"spec.template.spec", "is required"}.within(at);
-  auto requirements = requirement_list(**tmpl_spec, "requirements", "spec.template.spec");
+  const NlohmannView spec_view(**tmpl_spec);
+  const workload_reader::Path spec_path("spec.template.spec");
+  auto requirements = workload_reader::read_requirements(spec_view, "requirements", spec_path);
   if (!requirements) return requirements.error().within(at);
+  if (auto e = check_requirements(*requirements, "spec.template.spec.requirements")) {
+    return e->within(at);
+  }
   pool.requirements = std::move(*requirements);
-  auto taints = taint_list(**tmpl_spec, "taints", "spec.template.spec");
-  if (!taints) return taints.error().within(at);
-  pool.taints = std::move(*taints);
+  if (auto e = node_reader::read_taints(spec_view.find("taints"), pool.taints, spec_path)) {
+    return e->within(at);
+  }
+  if (auto e = check_taints(pool.taints, "spec.template.spec.taints")) return e->within(at);
   return pool;
 }
 
@@ -413,13 +391,12 @@ std::shared_ptr<const Inventory> with_policy_pools(std::shared_ptr<const Invento
   }
   std::vector<NodeEdit> edits;
   std::vector<std::string> gone;
-  for (std::size_t i = 0; i < inventory->size(); ++i) {
-    if (!inventory->is_pool(i)) continue;
-    const Node node = inventory->node(i);
-    if (node.pool->pool->source != NodePool::Source::policy) continue;
+  for (const std::string& name : inventory->pool_names()) {
+    const PoolNodeInfo* info = inventory->pool_info(*inventory->index_of(name));
+    if (info->pool->source != NodePool::Source::policy) continue;
     const bool kept =
-        std::any_of(added.begin(), added.end(), [&](const Node& n) { return n.name == node.name; });
-    if (!kept) gone.push_back(node.name);
+        std::any_of(added.begin(), added.end(), [&](const Node& n) { return n.name == name; });
+    if (!kept) gone.push_back(name);
   }
   edits.reserve(gone.size() + added.size());
   for (const std::string& name : gone) edits.push_back(NodeEdit{name, nullptr});
@@ -469,6 +446,8 @@ bool pool_admits(const Node& pool_node,
       continue;
     }
     if (term.match_expressions.empty() && term.match_fields.empty()) continue;  // selects nothing
+    // A requirement the scheduler cannot parse makes its term match no node.
+    if (check_requirements(term.match_expressions, "")) continue;
     Requirements wanted = selector;
     for (const NodeSelectorRequirement& r : term.match_expressions) add(wanted, r);
     if (compatible(offered, wanted)) return true;

@@ -40,9 +40,11 @@ inline void put(std::vector<std::pair<std::string, std::string>>& list, std::siz
   }
 }
 
+// The taints list `value`, the member "taints" of the object at `spec_path`
+// (a Node's spec, a NodePool's spec.template.spec).
 template <JsonView V>
-std::optional<Error> read_taints(const V& value, std::vector<Taint>& out) {
-  const Path spec_path("spec");
+std::optional<Error> read_taints(const V& value, std::vector<Taint>& out,
+                                 const Path& spec_path = Path("spec")) {
   auto list = workload_reader::array_value(value, "taints", spec_path);
   if (!list) return list.error();
   out.clear();

@@ -12,7 +12,6 @@ import argparse
 import base64
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -30,21 +29,13 @@ def example(*parts):
 
 
 def check(*args):
+    """Exit status and the decision of `cudagate check -o json`."""
     result = subprocess.run([BINARY, "check", "--offline", "-o", "json", *args],
                             capture_output=True, text=True, timeout=120)
     try:
         return result.returncode, json.loads(result.stdout)
     except json.JSONDecodeError as e:
         raise AssertionError(f"exit {result.returncode}: {result.stderr}") from e
-
-
-def decision_of(report):
-    """The one decision of a `check -o json` report."""
-    decisions = report["decisions"] if isinstance(report, dict) and "decisions" in report \
-        else report
-    if isinstance(decisions, list):
-        return decisions[0]
-    return decisions
 
 
 def group_nodes(decision, outcome):
@@ -63,20 +54,18 @@ class CheckTest(unittest.TestCase):
             with open(cpu_only, "w") as f:
                 f.write(first)
             _, report = check("--cuda", "12.4", "--arch-list", "8.0;9.0", "--nodes", cpu_only)
-            self.assertEqual(decision_of(report)["verdict"], "no-candidates")
-        code, report = check("--cuda", "12.4", "--arch-list", "8.0;9.0",
-                             "--nodes", example("node-pools", "nodes.yaml"))
-        decision = decision_of(report)
-        self.assertEqual(decision["verdict"], "partial", report)
+            self.assertEqual(report["verdict"], "no-candidates")
+        code, decision = check("--cuda", "12.4", "--arch-list", "8.0;9.0",
+                               "--nodes", example("node-pools", "nodes.yaml"))
+        self.assertEqual(decision["verdict"], "partial", decision)
         self.assertNotEqual(code, 0)
         self.assertEqual(group_nodes(decision, "incompatible"), ["NodePool gpu-t4"])
         self.assertEqual(group_nodes(decision, "compatible"), ["NodePool gpu-h100"])
 
     def test_policy_pools_are_judged(self):
-        _, report = check("--cuda", "12.4", "--arch-list", "7.5;8.0;8.9",
-                          "--config", example("node-pools", "policy.yaml"),
-                          "--nodes", example("nodes.yaml"))
-        decision = decision_of(report)
+        _, decision = check("--cuda", "12.4", "--arch-list", "7.5;8.0;8.9",
+                            "--config", example("node-pools", "policy.yaml"),
+                            "--nodes", example("nodes.yaml"))
         self.assertIn("node pool gke-t4-legacy", group_nodes(decision, "incompatible"))
         self.assertIn("node pool gke-l4", group_nodes(decision, "compatible"))
 
@@ -107,22 +96,10 @@ POD = {
 }
 
 
-class MutateTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="cudagate-pools-test-")
-        cls.certs = os.path.join(cls.tmp, "certs")
-        server_support.make_certs(cls.certs)
-        cls.server = server_support.Server(cls.tmp, cls.certs,
-                                           nodes=example("node-pools", "nodes.yaml")).start()
-
-    @classmethod
-    def tearDownClass(cls):
-        status = cls.server.stop()
-        tail = cls.server.log_tail()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-        if status != 0:
-            raise AssertionError(f"server exited with {status}:\n{tail}")
+class MutateTest(server_support.ServerTestCase):
+    @staticmethod
+    def nodes():
+        return example("node-pools", "nodes.yaml")
 
     def post(self, path, pod):
         uid, body = server_support.review(pod, namespace="ml", name="train")

@@ -319,6 +319,8 @@ def is_closed(sock, timeout):
 class ServerTestCase(unittest.TestCase):
     server_args = ()
     config_text = None
+    # The --nodes file; None: the T4 + A100 fleet.
+    nodes = None
     # One I/O thread runs sessions without strands; more run each on its own.
     threads = 4
 
@@ -333,6 +335,7 @@ class ServerTestCase(unittest.TestCase):
             with open(config, "w") as f:
                 f.write(cls.config_text)
         cls.server = Server(cls.tmp, cls.certs, *cls.server_args, config=config,
+                            nodes=cls.nodes() if callable(cls.nodes) else cls.nodes,
                             threads=cls.threads).start()
 
     @classmethod

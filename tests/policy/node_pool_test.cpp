@@ -108,6 +108,15 @@ TEST(NodePool, ErrorsNameTheField) {
       {"apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: a}\n"
        "spec: {template: {metadata: {labels: {team: 3}}, spec: {}}}\n",
        "nodepool.yaml: spec.template.metadata.labels.team"},
+      {"apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: a}\n"
+       "spec: {template: {spec: {requirements: [{key: k, operator: Gt, values: [four]}]}}}\n",
+       "nodepool.yaml: spec.template.spec.requirements[0].values"},
+      {"apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: a}\n"
+       "spec: {template: {spec: {requirements: [{operator: Exists}]}}}\n",
+       "nodepool.yaml: spec.template.spec.requirements[0].key"},
+      {"apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: \"\"}\n"
+       "spec: {template: {spec: {}}}\n",
+       "nodepool.yaml: metadata.name"},
   };
   for (const Case& c : cases) {
     auto pool = node_pool_from_json(node_pool_json(c.yaml), "nodepool.yaml");
@@ -253,6 +262,9 @@ TEST(NodePool, AdmitsAsKarpentersSchedulerDoes) {
        pod({}, std::vector<Term>{{{{"team", "In", {"ml"}}}, {{"metadata.name", "NotIn", {"n"}}}}}),
        true},
       {"the GPU taint not tolerated", pod({}, std::nullopt, {}), false},
+      // labels.NewRequirement refuses it: the term matches no node.
+      {"a term the scheduler cannot parse",
+       pod({}, std::vector<Term>{{{{"kubernetes.io/arch", "Gt", {"amd64"}}}, {}}}), false},
   };
   for (const Case& c : cases) {
     EXPECT_EQ(pool_admits(a100, kOneGpu, c.spec), c.admitted) << c.name;
