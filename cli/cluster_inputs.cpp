@@ -2,12 +2,17 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cstddef>
+#include <memory>
 #include <optional>
+#include <span>
 #include <utility>
+#include <vector>
 
 #include "cli/common.h"
 #include "kube/api_client.h"
 #include "kube/cluster_workloads.h"
+#include "policy/node_pool.h"
 #include "policy/workload_stream.h"
 #include "server/node_loader.h"
 
@@ -90,6 +95,18 @@ Inventory cluster_inventory(kube::BlockingApiClient& client, const CompatDb& db)
   spdlog::debug("cluster: {} nodes, {} ResourceSlices{}", nodes.size(), slices.slices.size(),
                 slices.version.empty() ? " (no resource.k8s.io API)"
                                        : " (resource.k8s.io/" + slices.version + ")");
+  // Karpenter: each NodePool stands for its next node (docs/contract.md §2.7).
+  const kube::NodePoolListing pools = value_or_fail(kube::list_cluster_node_pools(client));
+  for (const Error& skipped : pools.skipped) spdlog::warn("NodePool left out: {}", skipped.str());
+  const std::size_t cluster_nodes = nodes.size();
+  for (const NodePool& pool : pools.pools) {
+    const std::size_t now =
+        pool_member_count(pool, std::span<const Node>(nodes.data(), cluster_nodes));
+    for (Node& node : pool_nodes(std::make_shared<const NodePool>(pool), db, now)) {
+      nodes.push_back(std::move(node));
+    }
+  }
+  if (pools.served) spdlog::debug("cluster: {} NodePools", pools.pools.size());
   return Inventory::build(nodes, db);
 }
 

@@ -66,7 +66,7 @@ Expected<Policy> load_policy_option(const CommonOptions& options, const CompatDb
 Inventory with_policy_pools(Inventory inventory, const Policy& policy, const CompatDb& db) {
   if (policy.node_pools.empty()) return inventory;
   auto shared = std::make_shared<const Inventory>(std::move(inventory));
-  return *cudagate::with_policy_pools(std::move(shared), policy.node_pools, db);
+  return *cudagate::with_pools(std::move(shared), policy.node_pools, db);
 }
 
 void print_error(const Error& error) {

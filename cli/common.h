@@ -57,7 +57,7 @@ Expected<CompatDb> load_compat_db_option(const CommonOptions& options);
 // The policy of --config, or the defaults when it is absent.
 Expected<Policy> load_policy_option(const CommonOptions& options, const CompatDb& db);
 
-// `inventory` with the nodes of the policy's node pools (with_policy_pools).
+// `inventory` with the nodes of the policy's node pools (with_pools).
 [[nodiscard]] Inventory with_policy_pools(Inventory inventory, const Policy& policy,
                                           const CompatDb& db);
 // The cluster of --in-cluster (the pod's service account), else of the

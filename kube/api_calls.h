@@ -65,6 +65,9 @@ struct ApiCall {
 // The versions of resource.k8s.io cudagate reads, newest first: each is
 // tried when the server answers 404 for the one before.
 inline constexpr std::array<std::string_view, 3> kDraVersions{"v1", "v1beta2", "v1beta1"};
+// The versions of karpenter.sh cudagate reads: v1 alone (Karpenter 1.0 and
+// later); a cluster that serves none runs without NodePools.
+inline constexpr std::array<std::string_view, 1> kKarpenterVersions{"v1"};
 
 enum class ApiCallId : unsigned char {
   inventory_list_nodes,
@@ -102,6 +105,9 @@ enum class ApiCallId : unsigned char {
   cluster_list_resourceslices,
   cluster_list_resourceclaimtemplates,
   cluster_list_resourceclaims,
+  inventory_list_nodepools,
+  inventory_watch_nodepools,
+  cluster_list_nodepools,
   count_  // not a call
 };
 
@@ -146,6 +152,9 @@ inline constexpr std::array<ApiCall, static_cast<std::size_t>(ApiCallId::count_)
     {"list", "resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", true,
      "audit-cluster"},
     {"list", "resource.k8s.io", "v1", "resourceclaims", "ResourceClaim", true, "audit-cluster"},
+    {"list", "karpenter.sh", "v1", "nodepools", "NodePool", false, "inventory"},
+    {"watch", "karpenter.sh", "v1", "nodepools", "NodePool", false, "inventory"},
+    {"list", "karpenter.sh", "v1", "nodepools", "NodePool", false, "audit-cluster"},
 }};
 
 [[nodiscard]] constexpr const ApiCall& api_call(ApiCallId id) {

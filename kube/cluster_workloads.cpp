@@ -101,11 +101,12 @@ const nlohmann::json* member(const nlohmann::json& object, const char* key) {
   return it != object.end() ? &*it : nullptr;
 }
 
-// A list of `call`'s collection at the newest version the server serves:
-// the version listed, "" when none is served.
-Expected<std::string> list_dra(BlockingApiClient& client, ApiCallId call,
-                               const std::string& namespace_, const ListPageHandler& on_page) {
-  for (const std::string_view version : kDraVersions) {
+// A list of `call`'s collection at the newest of `versions` the server
+// serves: the version listed, "" when none is served.
+Expected<std::string> list_served(BlockingApiClient& client, ApiCallId call,
+                                  std::span<const std::string_view> versions,
+                                  const std::string& namespace_, const ListPageHandler& on_page) {
+  for (const std::string_view version : versions) {
     ListOptions options;
     options.namespace_ = namespace_;
     options.version = std::string(version);
@@ -153,22 +154,44 @@ Expected<std::optional<ClaimSpec>> read_claim_object(const nlohmann::json& objec
 Expected<SliceListing> list_cluster_slices(BlockingApiClient& client) {
   SliceListing out;
   const ApiCall& c = api_call(ApiCallId::cluster_list_resourceslices);
-  auto version = list_dra(client, ApiCallId::cluster_list_resourceslices, "",
-                          [&](const nlohmann::json& page, bool first) {
-                            if (first) out = SliceListing{};
-                            const nlohmann::json* items = items_of(page);
-                            if (items == nullptr) return;
-                            for (const nlohmann::json& item : *items) {
-                              auto slice = resource_slice_from_json(item, item_name(c, item));
-                              if (slice) {
-                                out.slices.push_back(std::move(*slice));
-                              } else {
-                                out.skipped.push_back(slice.error());
-                              }
-                            }
-                          });
+  auto version = list_served(client, ApiCallId::cluster_list_resourceslices, kDraVersions, "",
+                             [&](const nlohmann::json& page, bool first) {
+                               if (first) out = SliceListing{};
+                               const nlohmann::json* items = items_of(page);
+                               if (items == nullptr) return;
+                               for (const nlohmann::json& item : *items) {
+                                 auto slice = resource_slice_from_json(item, item_name(c, item));
+                                 if (slice) {
+                                   out.slices.push_back(std::move(*slice));
+                                 } else {
+                                   out.skipped.push_back(slice.error());
+                                 }
+                               }
+                             });
   if (!version) return version.error();
   out.version = std::move(*version);
+  return out;
+}
+
+Expected<NodePoolListing> list_cluster_node_pools(BlockingApiClient& client) {
+  NodePoolListing out;
+  const ApiCall& c = api_call(ApiCallId::cluster_list_nodepools);
+  auto version = list_served(client, ApiCallId::cluster_list_nodepools, kKarpenterVersions, "",
+                             [&](const nlohmann::json& page, bool first) {
+                               if (first) out = NodePoolListing{};
+                               const nlohmann::json* items = items_of(page);
+                               if (items == nullptr) return;
+                               for (const nlohmann::json& item : *items) {
+                                 auto pool = node_pool_from_json(item, item_name(c, item));
+                                 if (pool) {
+                                   out.pools.push_back(std::move(*pool));
+                                 } else {
+                                   out.skipped.push_back(pool.error());
+                                 }
+                               }
+                             });
+  if (!version) return version.error();
+  out.served = !version->empty();
   return out;
 }
 
@@ -179,22 +202,23 @@ Expected<ClaimListing> list_cluster_claims(BlockingApiClient& client,
        {ApiCallId::cluster_list_resourceclaimtemplates, ApiCallId::cluster_list_resourceclaims}) {
     const std::size_t claims_before = out.claims.size();
     const std::size_t skipped_before = out.skipped.size();
-    auto version = list_dra(client, call, namespace_, [&](const nlohmann::json& page, bool first) {
-      if (first) {
-        out.claims.resize(claims_before);
-        out.skipped.resize(skipped_before);
-      }
-      const nlohmann::json* items = items_of(page);
-      if (items == nullptr) return;
-      for (const nlohmann::json& item : *items) {
-        auto claim = read_claim_object(item);
-        if (!claim) {
-          out.skipped.push_back(claim.error());
-        } else if (*claim) {
-          out.claims.push_back(std::move(**claim));
-        }
-      }
-    });
+    auto version = list_served(client, call, kDraVersions, namespace_,
+                               [&](const nlohmann::json& page, bool first) {
+                                 if (first) {
+                                   out.claims.resize(claims_before);
+                                   out.skipped.resize(skipped_before);
+                                 }
+                                 const nlohmann::json* items = items_of(page);
+                                 if (items == nullptr) return;
+                                 for (const nlohmann::json& item : *items) {
+                                   auto claim = read_claim_object(item);
+                                   if (!claim) {
+                                     out.skipped.push_back(claim.error());
+                                   } else if (*claim) {
+                                     out.claims.push_back(std::move(**claim));
+                                   }
+                                 }
+                               });
     if (!version) return version.error();
   }
   return out;

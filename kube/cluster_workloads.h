@@ -21,6 +21,7 @@
 #include "kube/api_client.h"
 #include "policy/dra.h"
 #include "policy/node.h"
+#include "policy/node_pool.h"
 #include "policy/workload_stream.h"
 #include "types/expected.h"
 
@@ -72,6 +73,16 @@ struct SliceListing {
   std::string version;  // the version read, "" when the cluster serves none
 };
 [[nodiscard]] Expected<SliceListing> list_cluster_slices(BlockingApiClient& client);
+
+// Every Karpenter NodePool (karpenter.sh, kKarpenterVersions); a cluster
+// without Karpenter has none, which is no error. Unreadable ones go to
+// `skipped`.
+struct NodePoolListing {
+  std::vector<NodePool> pools;
+  std::vector<Error> skipped;
+  bool served = false;  // whether the cluster serves NodePools
+};
+[[nodiscard]] Expected<NodePoolListing> list_cluster_node_pools(BlockingApiClient& client);
 
 // Every ResourceClaimTemplate and ResourceClaim (of `namespace_` only
 // unless it is empty), without the claims made for pods.

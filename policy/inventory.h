@@ -153,9 +153,8 @@ class Inventory {
   [[nodiscard]] const PoolNodeInfo* pool_info(std::size_t i) const {
     return nodes_[i]->pool_node != nullptr ? nodes_[i]->pool_node->pool.get() : nullptr;
   }
-  // The number of node pool nodes, and their names.
+  // The number of node pool nodes.
   [[nodiscard]] std::size_t pool_nodes() const { return pool_names_.size(); }
-  [[nodiscard]] const std::vector<std::string>& pool_names() const { return pool_names_; }
 
   // Whether some node carries label `key` (mutation pins only on labels
   // the inventory has).

@@ -3,6 +3,9 @@
 #include "policy/node.h"
 
 #include <algorithm>
+#include <cstddef>
+#include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -62,6 +65,9 @@ Expected<std::vector<Node>> parse_nodes(std::string_view text, std::string_view 
   }
   std::vector<Node> out;
   std::vector<ResourceSlice> slices;
+  // NodePools and where each was read: their nodes are made once every
+  // Node is read, named with how many of them are the pool's.
+  std::vector<std::pair<NodePool, std::string>> pools;
   std::unordered_map<std::string, std::string> seen;  // name -> where it was read
 
   auto keep = [&](Node node, const std::string& where) -> std::optional<Error> {
@@ -87,9 +93,7 @@ Expected<std::vector<Node>> parse_nodes(std::string_view text, std::string_view 
       if (db == nullptr) return Error{where, "a NodePool is not expected here"};
       auto pool = node_pool_from_json(object, where);
       if (!pool) return pool.error();
-      for (Node& node : pool_nodes(std::make_shared<const NodePool>(std::move(*pool)), *db)) {
-        if (auto e = keep(std::move(node), where)) return e;
-      }
+      pools.emplace_back(std::move(*pool), where);
       return std::nullopt;
     }
     auto node = node_from_json(object, where);
@@ -132,6 +136,14 @@ Expected<std::vector<Node>> parse_nodes(std::string_view text, std::string_view 
       return Error{join(where, "kind"),
                    "expected a Node, a ResourceSlice, a NodePool, a NodeList or a List, got " +
                        quote(*kind)};
+    }
+  }
+  const std::size_t cluster_nodes = out.size();
+  for (auto& [pool, where] : pools) {
+    const std::size_t now =
+        pool_member_count(pool, std::span<const Node>(out.data(), cluster_nodes));
+    for (Node& node : pool_nodes(std::make_shared<const NodePool>(std::move(pool)), *db, now)) {
+      if (auto e = keep(std::move(node), where)) return *e;
     }
   }
   if (!slices.empty()) {

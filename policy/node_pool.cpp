@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstddef>
 #include <limits>
 #include <map>
 #include <set>
@@ -13,6 +14,7 @@
 #include "policy/inventory.h"
 #include "policy/json_view.h"
 #include "policy/node_reader.h"
+#include "policy/node_set.h"
 #include "policy/workload_reader.h"
 #include "types/quote.h"
 
@@ -309,18 +311,58 @@ bool is_gpu_pool(const NodePool& pool) {
   });
 }
 
-std::string pool_node_name(const NodePool& pool, std::string_view kind_value) {
+std::string pool_node_name(const NodePool& pool, std::string_view kind_value,
+                           std::size_t nodes_now) {
   std::string name = pool.source == NodePool::Source::karpenter ? "NodePool " : "node pool ";
   name += pool.name;
+  name += " (";
   if (!kind_value.empty()) {
-    name += " (";
     name += kind_value;
-    name += ')';
+    name += ", ";
   }
+  name += std::to_string(nodes_now);
+  name += nodes_now == 1 ? " node now)" : " nodes now)";
   return name;
 }
 
-std::vector<Node> pool_nodes(const std::shared_ptr<const NodePool>& pool, const CompatDb& db) {
+bool is_pool_member(const NodePool& pool, const KeyValues& labels) {
+  if (pool.source == NodePool::Source::karpenter) {
+    const std::string* name = find_value(labels, kNodePoolLabel);
+    return name != nullptr && *name == pool.name;
+  }
+  return std::all_of(pool.labels.begin(), pool.labels.end(), [&labels](const auto& label) {
+    const std::string* value = find_value(labels, label.first);
+    return value != nullptr && *value == label.second;
+  });
+}
+
+std::size_t pool_member_count(const NodePool& pool, std::span<const Node> nodes) {
+  return static_cast<std::size_t>(std::count_if(nodes.begin(), nodes.end(), [&pool](const Node& n) {
+    return n.pool == nullptr && is_pool_member(pool, n.labels);
+  }));
+}
+
+std::size_t pool_member_count(const NodePool& pool, const Inventory& inventory) {
+  NodeSet members;
+  if (pool.source == NodePool::Source::karpenter) {
+    members = inventory.with_label(kNodePoolLabel, pool.name);
+  } else {
+    if (pool.labels.empty()) return 0;
+    members = inventory.with_label(pool.labels.front().first, pool.labels.front().second);
+    for (std::size_t i = 1; i < pool.labels.size() && !members.empty(); ++i) {
+      members &= inventory.with_label(pool.labels[i].first, pool.labels[i].second);
+    }
+  }
+  std::size_t count = 0;
+  members.for_each([&](std::size_t i) {
+    if (!inventory.is_pool(i)) ++count;
+    return true;
+  });
+  return count;
+}
+
+std::vector<Node> pool_nodes(const std::shared_ptr<const NodePool>& pool, const CompatDb& db,
+                             std::size_t nodes_now) {
   std::vector<Node> out;
   if (pool == nullptr || !is_gpu_pool(*pool)) return out;
 
@@ -353,7 +395,8 @@ std::vector<Node> pool_nodes(const std::shared_ptr<const NodePool>& pool, const 
   if (kinds.empty()) kinds.emplace_back();
   for (const std::string& value : kinds) {
     Node node;
-    node.name = pool_node_name(*pool, several ? std::string_view(value) : std::string_view());
+    node.name =
+        pool_node_name(*pool, several ? std::string_view(value) : std::string_view(), nodes_now);
     node.labels = labels;
     const std::string kind_key = kind != nullptr ? std::string(normalized(kind->key)) : "";
     if (!value.empty()) {
@@ -379,30 +422,20 @@ std::vector<Node> pool_nodes(const std::shared_ptr<const NodePool>& pool, const 
   return out;
 }
 
-std::shared_ptr<const Inventory> with_policy_pools(std::shared_ptr<const Inventory> inventory,
-                                                   const std::vector<NodePool>& pools,
-                                                   const CompatDb& db) {
-  if (pools.empty() && inventory->pool_nodes() == 0) return inventory;
+std::shared_ptr<const Inventory> with_pools(std::shared_ptr<const Inventory> inventory,
+                                            const std::vector<NodePool>& pools,
+                                            const CompatDb& db) {
   std::vector<Node> added;
   for (const NodePool& pool : pools) {
-    for (Node& node : pool_nodes(std::make_shared<const NodePool>(pool), db)) {
+    const std::size_t now = pool_member_count(pool, *inventory);
+    for (Node& node : pool_nodes(std::make_shared<const NodePool>(pool), db, now)) {
       added.push_back(std::move(node));
     }
   }
   std::vector<NodeEdit> edits;
-  std::vector<std::string> gone;
-  for (const std::string& name : inventory->pool_names()) {
-    const PoolNodeInfo* info = inventory->pool_info(*inventory->index_of(name));
-    if (info->pool->source != NodePool::Source::policy) continue;
-    const bool kept =
-        std::any_of(added.begin(), added.end(), [&](const Node& n) { return n.name == name; });
-    if (!kept) gone.push_back(name);
-  }
-  edits.reserve(gone.size() + added.size());
-  for (const std::string& name : gone) edits.push_back(NodeEdit{name, nullptr});
+  edits.reserve(added.size());
   for (const Node& node : added) {
     const auto at = inventory->index_of(node.name);
-    // A node of the cluster is never replaced by a pool's (their names cannot meet).
     if (at && !inventory->is_pool(*at)) continue;
     edits.push_back(NodeEdit{node.name, &node});
   }

@@ -7,8 +7,9 @@
 // `nodePools` (cluster-autoscaler node groups, GKE and AKS node pools and
 // anything else). Each pool stands for its next node: pool_nodes() makes
 // one Node per GPU kind it may launch, which the inventory holds beside the
-// real nodes, named so that no real node can have the name
-// ("NodePool gpu-t4", "NodePool gpu-mixed (a100)", "node pool gpu-l4"). The
+// real nodes, named so that no real node can have the name and with the
+// nodes the pool has now ("NodePool gpu-t4 (0 nodes now)", "NodePool
+// gpu-mixed (a100, 2 nodes now)", "node pool gpu-l4 (1 node now)"). The
 // nodes a pool already has are real nodes, judged as such.
 //
 // A pool node carries as labels only what every node of the pool will
@@ -21,6 +22,7 @@
 //
 // Pure: no I/O; errors name the place (file, document, field).
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -113,16 +115,29 @@ Expected<NodePool> node_pool_from_json(const nlohmann::json& object, std::string
 // for no GPU node.
 [[nodiscard]] bool is_gpu_pool(const NodePool& pool);
 
-// The name of the pool nodes of `pool` ("NodePool gpu-t4", "node pool
-// gpu-l4"); `kind_value` is added for a pool of several GPU kinds.
-[[nodiscard]] std::string pool_node_name(const NodePool& pool, std::string_view kind_value = {});
+// The name of the pool nodes of `pool`, with the number of nodes it has
+// now: "NodePool gpu-t4 (0 nodes now)", "node pool gpu-l4 (1 node now)",
+// and for a pool of several GPU kinds its `kind_value`: "NodePool gpu
+// (a100, 2 nodes now)".
+[[nodiscard]] std::string pool_node_name(const NodePool& pool, std::string_view kind_value,
+                                         std::size_t nodes_now);
+
+// Whether a node with `labels` is one of `pool`'s: its karpenter.sh/nodepool
+// label names a NodePool; it carries every label of a policy pool.
+[[nodiscard]] bool is_pool_member(const NodePool& pool, const KeyValues& labels);
+class Inventory;
+// The nodes of the cluster that are `pool`'s (pool nodes do not count).
+[[nodiscard]] std::size_t pool_member_count(const NodePool& pool, std::span<const Node> nodes);
+[[nodiscard]] std::size_t pool_member_count(const NodePool& pool, const Inventory& inventory);
 
 // The nodes that stand for the next node of `pool`, one per GPU kind it may
 // launch (kPoolGpuKeys); none for a pool that is not a GPU pool. Each
 // offers the pool's GPU resource: as many as the pool's gpus, else as the
 // matrix's instance type has (`db`), else without bound (kUnboundedGpus).
+// `nodes_now`, the nodes the pool has now (pool_member_count), goes into
+// their names.
 [[nodiscard]] std::vector<Node> pool_nodes(const std::shared_ptr<const NodePool>& pool,
-                                           const CompatDb& db);
+                                           const CompatDb& db, std::size_t nodes_now);
 
 // The GPUs a pool node offers when nothing says how many.
 inline constexpr std::int64_t kUnboundedGpus = 1 << 30;
@@ -144,12 +159,13 @@ inline constexpr std::int64_t kUnboundedGpus = 1 << 30;
                                std::span<const std::pair<std::string_view, std::int64_t>> requests,
                                const PodSpec& spec);
 
-class Inventory;
-
-// `inventory` with the nodes of `pools` (the policy's nodePools) in place of
-// those it had from a policy's pools before, made as a patch of it; the same
-// pointer when there is nothing to change (no pools, before or after).
-[[nodiscard]] std::shared_ptr<const Inventory> with_policy_pools(
+// `inventory` with the nodes of `pools` added (the policy's nodePools, and
+// the NodePools `serve` watches on the API server), each named with the
+// number of `inventory`'s nodes that are its own, made as a patch of it;
+// the same pointer when `pools` stand for no node. A pool node of the same
+// name that `inventory` holds is replaced; a node of the cluster never is
+// (their names cannot meet).
+[[nodiscard]] std::shared_ptr<const Inventory> with_pools(
     std::shared_ptr<const Inventory> inventory, const std::vector<NodePool>& pools,
     const CompatDb& db);
 

@@ -12,6 +12,9 @@
 #                       by the proxy, Kyverno's module carries the same CRDs
 #   openreports         openreports.io/v1alpha1 Report, ClusterReport
 #                       (serve --report-api openreports)
+#   karpenter           karpenter.sh/v1 NodePool (the node pools serve watches;
+#                       v1.13.0, the newest release whose module builds with
+#                       the Go toolchain scripts/install-deps.sh installs)
 #
 # Idempotent: a module already in the cache is not downloaded again and a CRD
 # already copied unchanged is left alone. Prints one line per CRD with the
@@ -45,6 +48,8 @@ crds=(
   "github.com/openreports/reports-api@v0.2.1"
   "  config/crd/openreports.io_reports.yaml"
   "  config/crd/openreports.io_clusterreports.yaml"
+  "sigs.k8s.io/karpenter@v1.13.0"
+  "  pkg/apis/crds/karpenter.sh_nodepools.yaml"
 )
 
 # Outside any module, so that no go.mod is read or written.

@@ -36,6 +36,7 @@
 #include "server/input_files.h"
 #include "server/live_claims.h"
 #include "server/live_inventory.h"
+#include "server/live_pools.h"
 #include "server/logging.h"
 #include "server/matrix_gaps.h"
 #include "server/metrics.h"
@@ -114,11 +115,11 @@ double unix_now() {
 }
 
 // Readiness of a watched cluster: the inventory is synced once the Nodes,
-// the ResourceSlices, the ResourceClaimTemplates and the ResourceClaims
-// have each been listed whole (or found not served).
+// the ResourceSlices, the ResourceClaimTemplates, the ResourceClaims and
+// the NodePools have each been listed whole (or found not served).
 class SyncGate {
  public:
-  enum Part : unsigned { nodes = 1, slices = 2, templates = 4, claims = 8, all = 15 };
+  enum Part : unsigned { nodes = 1, slices = 2, templates = 4, claims = 8, pools = 16, all = 31 };
   explicit SyncGate(ServerState& state) : state_(state) {}
   void done(Part part) {
     if ((done_.fetch_or(part) | part) == all) state_.set_inventory_synced();
@@ -282,10 +283,12 @@ std::optional<Error> serve(const ServeSettings& settings) {
   }
   std::optional<LiveInventory> live_inventory;
   std::optional<LiveClaims> live_claims;
+  std::optional<LivePools> live_pools;
   std::optional<kube::NodeWatcher> node_watcher;
   std::optional<kube::ObjectWatcher> slice_watcher;
   std::optional<kube::ObjectWatcher> template_watcher;
   std::optional<kube::ObjectWatcher> claim_watcher;
+  std::optional<kube::ObjectWatcher> pool_watcher;
   SyncGate sync(state);
   if (live) {
     live_inventory.emplace(
@@ -373,6 +376,27 @@ std::optional<Error> serve(const ServeSettings& settings) {
                           kube::ApiCallId::inventory_watch_resourceclaims, kube::kDraVersions,
                           claim_handlers(LiveClaims::Source::claims, SyncGate::claims),
                           watch_options);
+
+    // Karpenter's NodePools: GPU pools that may have no node now; a cluster
+    // without Karpenter runs without.
+    live_pools.emplace(reload_ioc.get_executor(), [&](std::vector<NodePool> pools, bool listed) {
+      spdlog::log(listed ? spdlog::level::info : spdlog::level::debug,
+                  "NodePools {} from the API server: {}", listed ? "listed" : "updated",
+                  pools.size());
+      state.set_cluster_pools(std::move(pools));
+      if (listed) sync.done(SyncGate::pools);
+      if (background_audit) background_audit->inventory_changed();
+    });
+    kube::ObjectWatcherHandlers pools;
+    pools.on_page = [&](std::vector<nlohmann::json> items, bool first, bool last) {
+      live_pools->add_page(items, first, last);
+    };
+    pools.on_changes = [&](std::vector<kube::ObjectChange> changes) { live_pools->apply(changes); };
+    pools.on_step = on_step;
+    pools.on_absent = [&] { sync.done(SyncGate::pools); };
+    pool_watcher.emplace(credentials, kube::ApiCallId::inventory_list_nodepools,
+                         kube::ApiCallId::inventory_watch_nodepools, kube::kKarpenterVersions,
+                         std::move(pools), watch_options);
   }
 
   // A newer matrix without a new binary: the --compat-db file (a mounted
@@ -438,7 +462,7 @@ std::optional<Error> serve(const ServeSettings& settings) {
                  grace.count());
     watch.stop();
     if (node_watcher) node_watcher->stop();
-    for (auto* watcher : {&slice_watcher, &template_watcher, &claim_watcher}) {
+    for (auto* watcher : {&slice_watcher, &template_watcher, &claim_watcher, &pool_watcher}) {
       if (*watcher) (*watcher)->stop();
     }
     if (live_inventory) live_inventory->stop();
@@ -470,6 +494,7 @@ std::optional<Error> serve(const ServeSettings& settings) {
     slice_watcher->start();
     template_watcher->start();
     claim_watcher->start();
+    pool_watcher->start();
   } else {
     state.set_inventory_synced();
   }

@@ -3,6 +3,7 @@
 #include "server/state.h"
 
 #include <utility>
+#include <vector>
 
 #include "admission/admission.h"
 
@@ -23,7 +24,12 @@ void ServerState::publish(std::shared_ptr<const CompatDb> db, std::shared_ptr<co
                           std::shared_ptr<const Inventory> cluster,
                           std::shared_ptr<const ClaimCatalog> claims) {
   cluster_inventory_ = cluster;
-  auto inventory = with_policy_pools(std::move(cluster), policy->node_pools, *db);
+  std::shared_ptr<const Inventory> inventory = std::move(cluster);
+  if (!cluster_pools_.empty() || !policy->node_pools.empty()) {
+    std::vector<NodePool> pools = cluster_pools_;
+    pools.insert(pools.end(), policy->node_pools.begin(), policy->node_pools.end());
+    inventory = with_pools(std::move(inventory), pools, *db);
+  }
   std::string platform = fleet_platform(*inventory);
   // The old snapshot may hold the last reference to a large inventory: release
   // it after the lock, so that freeing it never delays a reader.
@@ -40,6 +46,13 @@ void ServerState::set_policy(std::shared_ptr<const Policy> policy) {
   const std::lock_guard updating(update_mutex_);
   const auto now = snapshot();
   publish(now->db, std::move(policy), cluster_inventory_, now->claims);
+}
+
+void ServerState::set_cluster_pools(std::vector<NodePool> pools) {
+  const std::lock_guard updating(update_mutex_);
+  cluster_pools_ = std::move(pools);
+  const auto now = snapshot();
+  publish(now->db, now->policy, cluster_inventory_, now->claims);
 }
 
 void ServerState::set_claims(std::shared_ptr<const ClaimCatalog> claims) {

@@ -17,10 +17,12 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "compat-db/compat_db.h"
 #include "policy/dra.h"
 #include "policy/inventory.h"
+#include "policy/node_pool.h"
 #include "policy/policy.h"
 #include "server/report_store.h"
 
@@ -46,9 +48,11 @@ class ServerState {
   [[nodiscard]] std::shared_ptr<const Snapshot> snapshot() const;
 
   // The inventory published is the cluster's (set_inventory) with the
-  // nodes of the policy's node pools (with_policy_pools), remade on either
-  // change.
+  // nodes of its watched NodePools (set_cluster_pools) and of the policy's
+  // node pools (with_pools), remade on any of these changes.
   void set_policy(std::shared_ptr<const Policy> policy);
+  // The cluster's Karpenter NodePools, as watched on the API server.
+  void set_cluster_pools(std::vector<NodePool> pools);
   // `db`, when given, is the matrix the inventory's facts were derived with
   // (a reloaded --compat-db): both are published in one swap.
   void set_inventory(std::shared_ptr<const Inventory> inventory,
@@ -68,13 +72,14 @@ class ServerState {
 
  private:
   // Publishes a snapshot of these; the inventory is `cluster` with the
-  // policy's pools. Called with update_mutex_ held.
+  // cluster's watched pools and the policy's. Called with update_mutex_ held.
   void publish(std::shared_ptr<const CompatDb> db, std::shared_ptr<const Policy> policy,
                std::shared_ptr<const Inventory> cluster,
                std::shared_ptr<const ClaimCatalog> claims);
 
   std::mutex update_mutex_;  // one update at a time; readers never take it
   std::shared_ptr<const Inventory> cluster_inventory_;  // guarded by update_mutex_
+  std::vector<NodePool> cluster_pools_;                 // guarded by update_mutex_
   mutable std::mutex mutex_;
   std::shared_ptr<const Snapshot> current_;
   std::atomic<bool> certificate_loaded_{false};

@@ -547,8 +547,8 @@ TEST(PinAffinityPools, SelectsCompatiblePoolsByTheirOwnLabels) {
   ASSERT_EQ(d.verdict, Verdict::partial);
   const NodeSet wanted = compatible_candidates(w, d, inventory);
   EXPECT_EQ(names_of(wanted, inventory),
-            (std::vector<std::string>{"NodePool gpu (a100)", "NodePool gpu (t4)", "node-new",
-                                      "gpu-fresh"}))
+            (std::vector<std::string>{"node-new", "gpu-fresh", "NodePool gpu (a100, 2 nodes now)",
+                                      "NodePool gpu (t4, 2 nodes now)"}))
       << "order is the inventory's";
   auto pin = pin_affinity(pod, w, d, inventory, db(), "pinned for the test");
   ASSERT_TRUE(pin) << pin.error().str();

@@ -54,6 +54,8 @@ real server does:
   empty (a cluster without DRA), is answered 404 as the real server
   answers a group version it does not serve. The objects are stored as
   given: a test gives them in the shape of the version it serves.
+- Karpenter's NodePools (karpenter.sh/v1, cluster scoped), listed and
+  watched as the DRA collections are.
 
 Applies and deletes are recorded in `applied` (the body of every apply, in
 order) and `deleted`.
@@ -128,6 +130,7 @@ COLLECTIONS = {
     ("resource.k8s.io", "v1", "resourceslices"): ("ResourceSlice", False),
     ("resource.k8s.io", "v1", "resourceclaims"): ("ResourceClaim", False),
     ("resource.k8s.io", "v1", "resourceclaimtemplates"): ("ResourceClaimTemplate", False),
+    ("karpenter.sh", "v1", "nodepools"): ("NodePool", False),
 }
 
 # The group whose objects are stored once and served at any version of

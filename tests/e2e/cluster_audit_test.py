@@ -300,9 +300,10 @@ class AuditCluster(ClusterTestCase):
         records = json.loads(result.stdout)
         self.assertTrue(records)
         self.assertEqual({r["resource"]["namespace"] for r in records}, {"ml"})
-        # Nodes and ResourceSlices (node facts) are cluster-scoped.
+        # Nodes, ResourceSlices and NodePools (node facts) are cluster-scoped.
         workload_paths = {r["path"] for r in self.api.requests_where(
-            lambda r: r["path"] not in ("/api/v1/nodes", "/apis/resource.k8s.io/v1/resourceslices"))}
+            lambda r: r["path"] not in ("/api/v1/nodes", "/apis/resource.k8s.io/v1/resourceslices",
+                                        "/apis/karpenter.sh/v1/nodepools"))}
         self.assertIn("/api/v1/namespaces/ml/pods", workload_paths)
         self.assertIn("/apis/batch/v1/namespaces/ml/cronjobs", workload_paths)
         self.assertTrue(all("/namespaces/ml/" in p for p in workload_paths), workload_paths)

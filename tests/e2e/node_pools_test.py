@@ -59,15 +59,15 @@ class CheckTest(unittest.TestCase):
                                "--nodes", example("node-pools", "nodes.yaml"))
         self.assertEqual(decision["verdict"], "partial", decision)
         self.assertNotEqual(code, 0)
-        self.assertEqual(group_nodes(decision, "incompatible"), ["NodePool gpu-t4"])
-        self.assertEqual(group_nodes(decision, "compatible"), ["NodePool gpu-h100"])
+        self.assertEqual(group_nodes(decision, "incompatible"), ["NodePool gpu-t4 (0 nodes now)"])
+        self.assertEqual(group_nodes(decision, "compatible"), ["NodePool gpu-h100 (0 nodes now)"])
 
     def test_policy_pools_are_judged(self):
         _, decision = check("--cuda", "12.4", "--arch-list", "7.5;8.0;8.9",
                             "--config", example("node-pools", "policy.yaml"),
                             "--nodes", example("nodes.yaml"))
-        self.assertIn("node pool gke-t4-legacy", group_nodes(decision, "incompatible"))
-        self.assertIn("node pool gke-l4", group_nodes(decision, "compatible"))
+        self.assertIn("node pool gke-t4-legacy (0 nodes now)", group_nodes(decision, "incompatible"))
+        self.assertIn("node pool gke-l4 (0 nodes now)", group_nodes(decision, "compatible"))
 
     def test_a_bad_node_pool_names_its_field(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -94,6 +94,80 @@ POD = {
     }],
     "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}],
 }
+
+
+POOL_POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: train, namespace: ml}
+spec:
+  tolerations: [{key: nvidia.com/gpu, operator: Exists}]
+  containers:
+  - name: main
+    image: registry.example.com/train:v1
+    env: [{name: CUDA_VERSION, value: "12.4.1"}, {name: TORCH_CUDA_ARCH_LIST, value: "7.5;8.0;9.0"}]
+    resources: {limits: {nvidia.com/gpu: "1"}}
+"""
+
+L4_POOL = """\
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: gpu-l4
+  annotations: {cudagate.io/driver-version: "550.54.15"}
+spec:
+  template:
+    spec:
+      requirements:
+        - {key: karpenter.k8s.aws/instance-gpu-name, operator: In, values: [l4]}
+      taints:
+        - {key: nvidia.com/gpu, effect: NoSchedule}
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu}
+"""
+
+
+class PlanTest(unittest.TestCase):
+    """`plan` on pools: a pool's driver changed by its karpenter.sh/nodepool
+    label, a pool removed, a NodePool added from a file."""
+
+    def plan(self, *args):
+        with tempfile.TemporaryDirectory() as tmp:
+            pod = os.path.join(tmp, "pod.yaml")
+            with open(pod, "w") as f:
+                f.write(POOL_POD)
+            added = os.path.join(tmp, "l4.yaml")
+            with open(added, "w") as f:
+                f.write(L4_POOL)
+            args = [added if a == "L4_POOL" else a for a in args]
+            result = subprocess.run(
+                [BINARY, "plan", "--offline", "-f", pod, "--nodes",
+                 example("node-pools", "nodes.yaml"), "--format", "json", *args],
+                capture_output=True, text=True, timeout=120)
+        self.assertIn(result.returncode, (0, 1), result.stderr)
+        plan = json.loads(result.stdout)
+        groups = {g["nodes"][0]: g for g in plan["nodeGroups"]}
+        (workload,) = plan["workloads"]
+        return groups, workload
+
+    def test_a_pools_driver_changed(self):
+        groups, workload = self.plan("--set-driver", "karpenter.sh/nodepool=gpu-t4=570.124.06")
+        t4 = groups["NodePool gpu-t4 (0 nodes now)"]
+        self.assertEqual((t4["change"], t4["before"]["driver"], t4["after"]["driver"]),
+                         ("changed", "535.183.01", "570.124.06"))
+        self.assertEqual((t4["runsBefore"], t4["runsAfter"]), (0, 1))
+        self.assertEqual(groups["NodePool gpu-h100 (0 nodes now)"]["change"], "unchanged")
+        self.assertEqual(workload["change"], "widens")
+
+    def test_a_pool_removed_and_one_added(self):
+        groups, workload = self.plan("--remove-nodes", "karpenter.sh/nodepool=gpu-h100")
+        self.assertEqual(groups["NodePool gpu-h100 (0 nodes now)"]["change"], "removed")
+        self.assertEqual(workload["change"], "breaks")
+        groups, workload = self.plan("--remove-nodes", "karpenter.sh/nodepool=gpu-h100",
+                                     "--add-nodes", "L4_POOL")
+        l4 = groups["NodePool gpu-l4 (0 nodes now)"]
+        self.assertEqual((l4["change"], l4["after"]["product"], l4["runsAfter"]),
+                         ("added", "L4", 1))
+        self.assertEqual(workload["change"], "unchanged")
 
 
 class MutateTest(server_support.ServerTestCase):

@@ -68,7 +68,7 @@ NodePool gpu_pool() {
 }
 
 std::vector<Node> nodes_of(const NodePool& pool) {
-  return pool_nodes(std::make_shared<const NodePool>(pool), db());
+  return pool_nodes(std::make_shared<const NodePool>(pool), db(), 0);
 }
 
 TEST(NodePool, ReadsAKarpenterNodePool) {
@@ -128,8 +128,8 @@ TEST(NodePool, ErrorsNameTheField) {
 TEST(NodePool, OneNodePerGpuKindCarryingWhatEveryNodeWillCarry) {
   const std::vector<Node> nodes = nodes_of(gpu_pool());
   ASSERT_EQ(nodes.size(), 2U);
-  EXPECT_EQ(nodes[0].name, "NodePool gpu (a100)");
-  EXPECT_EQ(nodes[1].name, "NodePool gpu (t4)");
+  EXPECT_EQ(nodes[0].name, "NodePool gpu (a100, 0 nodes now)");
+  EXPECT_EQ(nodes[1].name, "NodePool gpu (t4, 0 nodes now)");
   const Node& a100 = nodes[0];
   EXPECT_EQ(*a100.label("karpenter.sh/nodepool"), "gpu");
   EXPECT_EQ(*a100.label("karpenter.k8s.aws/instance-gpu-name"), "a100");
@@ -176,7 +176,7 @@ TEST(NodePool, AnInstanceTypeGivesProductAndGpuCount) {
   pool.requirements = {{"node.kubernetes.io/instance-type", "In", {"p4d.24xlarge"}}};
   const std::vector<Node> nodes = nodes_of(pool);
   ASSERT_EQ(nodes.size(), 1U);
-  EXPECT_EQ(nodes[0].name, "NodePool p4d");
+  EXPECT_EQ(nodes[0].name, "NodePool p4d (0 nodes now)");
   const InstanceType* type = db().instance_type("p4d.24xlarge");
   ASSERT_NE(type, nullptr);
   EXPECT_EQ(nodes[0].allocatable[0].second, type->gpus);
@@ -282,7 +282,7 @@ TEST(NodePool, AdmitsUpToItsGpusPerNode) {
   pool.product = "Tesla-T4";
   pool.gpus = 4;
   const Node node = nodes_of(pool).at(0);
-  EXPECT_EQ(node.name, "node pool gke-t4");
+  EXPECT_EQ(node.name, "node pool gke-t4 (0 nodes now)");
   const PodSpec spec = pod({}, std::nullopt, {});
   const std::vector<std::pair<std::string_view, std::int64_t>> four = {{"nvidia.com/gpu", 4}};
   const std::vector<std::pair<std::string_view, std::int64_t>> eight = {{"nvidia.com/gpu", 8}};
@@ -327,10 +327,12 @@ TEST(NodePool, PoolsAreCandidatesBesideNodes) {
   const Inventory inv = fleet_with_pool();
   EXPECT_EQ(inv.pool_nodes(), 2U);
   EXPECT_EQ(names(inv, inv.candidates(gpu_pod())),
-            (std::set<std::string>{"gpu-node-1", "NodePool gpu (a100)", "NodePool gpu (t4)"}));
+            (std::set<std::string>{"gpu-node-1", "NodePool gpu (a100, 0 nodes now)",
+                                   "NodePool gpu (t4, 0 nodes now)"}));
   // A zone no node carries yet: only the pools can launch one there.
   EXPECT_EQ(names(inv, inv.candidates(gpu_pod({{"topology.kubernetes.io/zone", "us-east-1a"}}))),
-            (std::set<std::string>{"NodePool gpu (a100)", "NodePool gpu (t4)"}));
+            (std::set<std::string>{"NodePool gpu (a100, 0 nodes now)",
+                                   "NodePool gpu (t4, 0 nodes now)"}));
   EXPECT_EQ(names(inv, inv.candidates(gpu_pod({{"nvidia.com/cuda.driver.major", "535"}}))),
             (std::set<std::string>{"gpu-node-1"}));
   // Devices from resource claims: a node that does not exist publishes none.
@@ -346,26 +348,40 @@ TEST(NodePool, PatchesKeepPoolsFound) {
   joined.labels = {{"nvidia.com/gpu.compute.major", "9"}, {"nvidia.com/gpu.compute.minor", "0"}};
   joined.allocatable = {{"nvidia.com/gpu", 8}};
   const Inventory next =
-      inv.patched({{joined.name, &joined}, {"NodePool gpu (t4)", nullptr}}, db());
+      inv.patched({{joined.name, &joined}, {"NodePool gpu (t4, 0 nodes now)", nullptr}}, db());
   EXPECT_EQ(next.pool_nodes(), 1U);
   EXPECT_EQ(names(next, next.candidates(gpu_pod({{"topology.kubernetes.io/zone", "us-east-1a"}}))),
-            (std::set<std::string>{"NodePool gpu (a100)"}));
+            (std::set<std::string>{"NodePool gpu (a100, 0 nodes now)"}));
 }
 
-TEST(NodePool, PolicyPoolsJoinAndLeaveTheInventory) {
+TEST(NodePool, PoolsJoinTheInventory) {
   auto base = std::make_shared<const Inventory>(fleet_with_pool());
   NodePool gke;
   gke.source = NodePool::Source::policy;
   gke.name = "gke-t4";
   gke.labels = {{"cloud.google.com/gke-nodepool", "gpu-t4"}};
   gke.product = "Tesla-T4";
-  EXPECT_EQ(with_policy_pools(base, {}, db()), base);
-  const auto with = with_policy_pools(base, {gke}, db());
-  EXPECT_EQ(with->pool_nodes(), 3U);
-  ASSERT_TRUE(with->index_of("node pool gke-t4"));
-  const auto without = with_policy_pools(with, {}, db());
-  EXPECT_EQ(without->pool_nodes(), 2U);  // the NodePool's stay
-  EXPECT_FALSE(without->index_of("node pool gke-t4"));
+  EXPECT_EQ(with_pools(base, {}, db()), base);
+  const auto with = with_pools(base, {gke}, db());
+  EXPECT_EQ(with->pool_nodes(), 3U);  // the NodePool's two stay
+  ASSERT_TRUE(with->index_of("node pool gke-t4 (0 nodes now)"));
+  EXPECT_EQ(base->pool_nodes(), 2U);
+  // Named with the nodes that are the pool's now: those with all its labels.
+  Node member;
+  member.name = "gke-node-1";
+  member.labels = {{"cloud.google.com/gke-nodepool", "gpu-t4"}};
+  const auto grown = std::make_shared<const Inventory>(
+      base->patched({{member.name, &member}, {"gpu-node-1", nullptr}}, db()));
+  EXPECT_TRUE(with_pools(grown, {gke}, db())->index_of("node pool gke-t4 (1 node now)"));
+  EXPECT_EQ(pool_member_count(gke, *grown), 1U);
+  // A NodePool's: those its karpenter.sh/nodepool label names, pool nodes aside.
+  EXPECT_EQ(pool_member_count(gpu_pool(), *base), 1U);
+  EXPECT_EQ(pool_member_count(gpu_pool(), *grown), 0U);
+  // A pool that launches no GPU node adds nothing.
+  NodePool cpu;
+  cpu.name = "general";
+  cpu.labels = {{"workload", "web"}};
+  EXPECT_EQ(with_pools(base, {cpu}, db()), base);
 }
 
 TEST(NodePool, NodeListsCarryNodePools) {

@@ -1,0 +1,100 @@
+// Karpenter NodePool lists and watch events folded into the cluster's
+// pools: a list replaces every pool, events change the pools they name,
+// and a NodePool that cannot be read is left out with its earlier form.
+#include "server/live_pools.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace cudagate {
+namespace {
+
+using nlohmann::json;
+
+json node_pool(const std::string& name, const std::string& gpu) {
+  return {{"apiVersion", "karpenter.sh/v1"},
+          {"kind", "NodePool"},
+          {"metadata",
+           {{"name", name}, {"annotations", {{"cudagate.io/driver-version", "570.124.06"}}}}},
+          {"spec",
+           {{"template",
+             {{"spec",
+               {{"nodeClassRef",
+                 {{"group", "karpenter.k8s.aws"}, {"kind", "EC2NodeClass"}, {"name", "default"}}},
+                {"requirements", json::array({{{"key", "karpenter.k8s.aws/instance-gpu-name"},
+                                               {"operator", "In"},
+                                               {"values", json::array({gpu})}}})}}}}}}}};
+}
+
+class LivePoolsTest : public ::testing::Test {
+ protected:
+  LivePoolsTest()
+      : live_(ioc_.get_executor(), [this](std::vector<NodePool> pools, bool listed) {
+          published_.emplace_back(std::move(pools), listed);
+        }) {}
+
+  void settle() {
+    ioc_.restart();
+    ioc_.run_for(std::chrono::seconds(10));
+  }
+  std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    for (const NodePool& pool : published_.back().first) out.push_back(pool.name);
+    return out;
+  }
+
+  boost::asio::io_context ioc_;
+  std::vector<std::pair<std::vector<NodePool>, bool>> published_;
+  LivePools live_;
+};
+
+TEST_F(LivePoolsTest, ListsThenEvents) {
+  live_.add_page({node_pool("gpu-t4", "t4")}, true, false);
+  settle();
+  EXPECT_TRUE(published_.empty());  // a list publishes once whole
+  live_.add_page({node_pool("gpu-h100", "h100")}, false, true);
+  settle();
+  ASSERT_EQ(published_.size(), 1U);
+  EXPECT_TRUE(published_.back().second);
+  EXPECT_EQ(names(), (std::vector<std::string>{"gpu-h100", "gpu-t4"}));
+  EXPECT_EQ(published_.back().first.front().driver, "570.124.06");
+
+  json changed = node_pool("gpu-t4", "t4");
+  changed["metadata"]["annotations"]["cudagate.io/driver-version"] = "580.65.06";
+  live_.apply({{kube::ObjectChange::Kind::upsert, "", "gpu-t4", changed},
+               {kube::ObjectChange::Kind::remove, "", "gpu-h100", {}},
+               {kube::ObjectChange::Kind::upsert, "", "gpu-l4", node_pool("gpu-l4", "l4")}});
+  settle();
+  ASSERT_EQ(published_.size(), 2U);
+  EXPECT_FALSE(published_.back().second);
+  EXPECT_EQ(names(), (std::vector<std::string>{"gpu-l4", "gpu-t4"}));
+  EXPECT_EQ(published_.back().first.back().driver, "580.65.06");
+
+  // A relist replaces every pool, whatever the events said before.
+  live_.add_page({node_pool("gpu-a100", "a100")}, true, true);
+  settle();
+  EXPECT_EQ(names(), (std::vector<std::string>{"gpu-a100"}));
+}
+
+TEST_F(LivePoolsTest, UnreadableNodePoolsAreLeftOutWithTheirEarlierForm) {
+  json broken = node_pool("gpu-t4", "t4");
+  broken["spec"]["template"]["spec"]["requirements"] = "not a list";
+  live_.add_page({node_pool("gpu-t4", "t4"), node_pool("gpu-l4", "l4")}, true, true);
+  settle();
+  EXPECT_EQ(names(), (std::vector<std::string>{"gpu-l4", "gpu-t4"}));
+  // An edit cudagate cannot read: the pool is no longer judged as it was.
+  live_.apply({{kube::ObjectChange::Kind::upsert, "", "gpu-t4", broken}});
+  settle();
+  EXPECT_EQ(names(), (std::vector<std::string>{"gpu-l4"}));
+  live_.add_page({broken, node_pool("gpu-l4", "l4")}, true, true);
+  settle();
+  EXPECT_EQ(names(), (std::vector<std::string>{"gpu-l4"}));
+}
+
+}  // namespace
+}  // namespace cudagate
