@@ -2,10 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include <cstddef>
 #include <memory>
 #include <optional>
-#include <span>
 #include <utility>
 #include <vector>
 
@@ -98,16 +96,9 @@ Inventory cluster_inventory(kube::BlockingApiClient& client, const CompatDb& db)
   // Karpenter: each NodePool stands for its next node (docs/contract.md §2.7).
   const kube::NodePoolListing pools = value_or_fail(kube::list_cluster_node_pools(client));
   for (const Error& skipped : pools.skipped) spdlog::warn("NodePool left out: {}", skipped.str());
-  const std::size_t cluster_nodes = nodes.size();
-  for (const NodePool& pool : pools.pools) {
-    const std::size_t now =
-        pool_member_count(pool, std::span<const Node>(nodes.data(), cluster_nodes));
-    for (Node& node : pool_nodes(std::make_shared<const NodePool>(pool), db, now)) {
-      nodes.push_back(std::move(node));
-    }
-  }
   if (pools.served) spdlog::debug("cluster: {} NodePools", pools.pools.size());
-  return Inventory::build(nodes, db);
+  auto inventory = std::make_shared<const Inventory>(Inventory::build(nodes, db));
+  return *with_pools(std::move(inventory), pools.pools, db);
 }
 
 }  // namespace

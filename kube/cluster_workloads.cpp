@@ -27,6 +27,23 @@ const nlohmann::json* items_of(const nlohmann::json& page) {
   return items != page.end() && items->is_array() ? &*items : nullptr;
 }
 
+// The items of a list page of `call`'s collection, each read by
+// `read(item, where)` into `out`, or into `skipped` when it cannot be read.
+template <typename T, typename Read>
+void read_items(const ApiCall& call, const nlohmann::json& page, const Read& read,
+                std::vector<T>& out, std::vector<Error>& skipped) {
+  const nlohmann::json* items = items_of(page);
+  if (items == nullptr) return;
+  for (const nlohmann::json& item : *items) {
+    auto value = read(item, item_name(call, item));
+    if (value) {
+      out.push_back(std::move(*value));
+    } else {
+      skipped.push_back(value.error());
+    }
+  }
+}
+
 }  // namespace
 
 void read_workload_page(const nlohmann::json& page, ApiCallId call, WorkloadStream& out) {
@@ -42,17 +59,7 @@ void read_workload_page(const nlohmann::json& page, ApiCallId call, WorkloadStre
 
 void read_node_page(const nlohmann::json& page, std::vector<Node>& out,
                     std::vector<Error>& skipped) {
-  const nlohmann::json* items = items_of(page);
-  if (items == nullptr) return;
-  const ApiCall& c = api_call(ApiCallId::cluster_list_nodes);
-  for (const nlohmann::json& item : *items) {
-    auto node = node_from_json(item, item_name(c, item));
-    if (node) {
-      out.push_back(std::move(*node));
-    } else {
-      skipped.push_back(node.error());
-    }
-  }
+  read_items(api_call(ApiCallId::cluster_list_nodes), page, node_from_json, out, skipped);
 }
 
 Expected<WorkloadStream> list_cluster_workloads(BlockingApiClient& client,
@@ -117,6 +124,23 @@ Expected<std::string> list_served(BlockingApiClient& client, ApiCallId call,
   return std::string();
 }
 
+// Every object of `call`'s cluster-scoped collection, at the newest of
+// `versions` the server serves, read by `read(object, where)` into `values`,
+// or into `skipped` when it cannot be read. The version listed, "" when
+// none is served.
+template <typename T, typename Read>
+Expected<std::string> list_read(BlockingApiClient& client, ApiCallId call,
+                                std::span<const std::string_view> versions, std::vector<T>& values,
+                                std::vector<Error>& skipped, const Read& read) {
+  return list_served(client, call, versions, "", [&](const nlohmann::json& page, bool first) {
+    if (first) {
+      values.clear();
+      skipped.clear();
+    }
+    read_items(api_call(call), page, read, values, skipped);
+  });
+}
+
 }  // namespace
 
 bool made_for_pod(const nlohmann::json& claim) {
@@ -153,21 +177,8 @@ Expected<std::optional<ClaimSpec>> read_claim_object(const nlohmann::json& objec
 
 Expected<SliceListing> list_cluster_slices(BlockingApiClient& client) {
   SliceListing out;
-  const ApiCall& c = api_call(ApiCallId::cluster_list_resourceslices);
-  auto version = list_served(client, ApiCallId::cluster_list_resourceslices, kDraVersions, "",
-                             [&](const nlohmann::json& page, bool first) {
-                               if (first) out = SliceListing{};
-                               const nlohmann::json* items = items_of(page);
-                               if (items == nullptr) return;
-                               for (const nlohmann::json& item : *items) {
-                                 auto slice = resource_slice_from_json(item, item_name(c, item));
-                                 if (slice) {
-                                   out.slices.push_back(std::move(*slice));
-                                 } else {
-                                   out.skipped.push_back(slice.error());
-                                 }
-                               }
-                             });
+  auto version = list_read(client, ApiCallId::cluster_list_resourceslices, kDraVersions, out.slices,
+                           out.skipped, resource_slice_from_json);
   if (!version) return version.error();
   out.version = std::move(*version);
   return out;
@@ -175,21 +186,8 @@ Expected<SliceListing> list_cluster_slices(BlockingApiClient& client) {
 
 Expected<NodePoolListing> list_cluster_node_pools(BlockingApiClient& client) {
   NodePoolListing out;
-  const ApiCall& c = api_call(ApiCallId::cluster_list_nodepools);
-  auto version = list_served(client, ApiCallId::cluster_list_nodepools, kKarpenterVersions, "",
-                             [&](const nlohmann::json& page, bool first) {
-                               if (first) out = NodePoolListing{};
-                               const nlohmann::json* items = items_of(page);
-                               if (items == nullptr) return;
-                               for (const nlohmann::json& item : *items) {
-                                 auto pool = node_pool_from_json(item, item_name(c, item));
-                                 if (pool) {
-                                   out.pools.push_back(std::move(*pool));
-                                 } else {
-                                   out.skipped.push_back(pool.error());
-                                 }
-                               }
-                             });
+  auto version = list_read(client, ApiCallId::cluster_list_nodepools, kKarpenterVersions, out.pools,
+                           out.skipped, node_pool_from_json);
   if (!version) return version.error();
   out.served = !version->empty();
   return out;

@@ -38,6 +38,12 @@ struct ObjectPage {
   return it != object.end() && it->is_object() ? &*it : nullptr;
 }
 
+// metadata.name of an object, "" when it has none.
+[[nodiscard]] inline std::string object_name(const nlohmann::json& object) {
+  const nlohmann::json* meta = object_member(object, "metadata");
+  return meta != nullptr ? string_member(*meta, "name") : std::string();
+}
+
 // A page of a list of `kind` objects ("ResourceSlice": a ResourceSliceList);
 // an Error when the text is not one.
 [[nodiscard]] Expected<ObjectPage> parse_object_page(std::string_view text, std::string_view kind);

@@ -13,6 +13,8 @@
 #include <unordered_set>
 #include <utility>
 
+#include "kube/object_events.h"
+
 namespace cudagate {
 
 std::vector<kube::NodeChange> relevant_changes(std::vector<kube::NodeChange> changes,
@@ -93,13 +95,6 @@ std::optional<ResourceSlice> nvidia_slice(const nlohmann::json& object, std::str
   return std::move(*slice);
 }
 
-std::string object_name(const nlohmann::json& object) {
-  const auto meta = object.find("metadata");
-  if (meta == object.end() || !meta->is_object()) return {};
-  const auto name = meta->find("name");
-  return name != meta->end() && name->is_string() ? name->get<std::string>() : std::string();
-}
-
 }  // namespace
 
 std::vector<SliceChange> slice_changes(const std::vector<kube::ObjectChange>& changes) {
@@ -121,7 +116,7 @@ std::vector<SliceChange> slice_changes(const std::vector<kube::ObjectChange>& ch
 std::vector<ResourceSlice> slices_of_page(const std::vector<nlohmann::json>& items) {
   std::vector<ResourceSlice> out;
   for (const nlohmann::json& item : items) {
-    if (auto slice = nvidia_slice(item, object_name(item))) out.push_back(std::move(*slice));
+    if (auto slice = nvidia_slice(item, kube::object_name(item))) out.push_back(std::move(*slice));
   }
   return out;
 }

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <utility>
 
+#include "kube/object_events.h"
+
 namespace cudagate {
 namespace {
 
@@ -21,13 +23,6 @@ std::optional<NodePool> read_pool(const nlohmann::json& object, std::string_view
   return std::move(*pool);
 }
 
-std::string object_name(const nlohmann::json& object) {
-  const auto meta = object.find("metadata");
-  if (meta == object.end() || !meta->is_object()) return {};
-  const auto name = meta->find("name");
-  return name != meta->end() && name->is_string() ? name->get<std::string>() : std::string();
-}
-
 }  // namespace
 
 LivePools::LivePools(boost::asio::any_io_executor executor, Publish publish)
@@ -36,7 +31,7 @@ LivePools::LivePools(boost::asio::any_io_executor executor, Publish publish)
 void LivePools::add_page(const std::vector<nlohmann::json>& items, bool first, bool last) {
   if (first) listing_.clear();
   for (const nlohmann::json& item : items) {
-    const std::string name = object_name(item);
+    const std::string name = kube::object_name(item);
     if (auto pool = read_pool(item, name)) listing_.insert_or_assign(name, std::move(*pool));
   }
   if (!last) return;
@@ -45,17 +40,22 @@ void LivePools::add_page(const std::vector<nlohmann::json>& items, bool first, b
 }
 
 void LivePools::apply(const std::vector<kube::ObjectChange>& changes) {
+  bool changed = false;
   for (const kube::ObjectChange& change : changes) {
     std::optional<NodePool> pool;
-    if (change.kind == kube::ObjectChange::Kind::upsert)
+    if (change.kind == kube::ObjectChange::Kind::upsert) {
       pool = read_pool(change.object, change.name);
-    if (pool) {
-      pools_.insert_or_assign(change.name, std::move(*pool));
-    } else {
-      pools_.erase(change.name);
     }
+    if (!pool) {
+      changed = pools_.erase(change.name) > 0 || changed;
+      continue;
+    }
+    const auto it = pools_.find(change.name);
+    if (it != pools_.end() && it->second == *pool) continue;  // its status, say
+    pools_.insert_or_assign(change.name, std::move(*pool));
+    changed = true;
   }
-  publish(false);
+  if (changed) publish(false);
 }
 
 void LivePools::publish(bool from_list) {

@@ -6,7 +6,8 @@
 // on whole after each list and each batch of events.
 //
 // NodePools change seldom (an operator edits one), so nothing is
-// coalesced: each batch publishes. A NodePool that cannot be read is left
+// coalesced: each batch that changes what cudagate reads of them publishes
+// (Karpenter's own status updates do not). A NodePool that cannot be read is left
 // out, logged with its name and field, and its earlier form with it, so
 // that no decision is made on a pool as it was before an edit cudagate
 // cannot read.

@@ -75,6 +75,14 @@ TEST_F(LivePoolsTest, ListsThenEvents) {
   EXPECT_EQ(names(), (std::vector<std::string>{"gpu-l4", "gpu-t4"}));
   EXPECT_EQ(published_.back().first.back().driver, "580.65.06");
 
+  // Karpenter writing the pool's status changes nothing cudagate reads.
+  json status = changed;
+  status["status"] = {{"resources", {{"nodes", "3"}}}};
+  live_.apply({{kube::ObjectChange::Kind::upsert, "", "gpu-t4", status},
+               {kube::ObjectChange::Kind::remove, "", "gpu-gone", {}}});
+  settle();
+  EXPECT_EQ(published_.size(), 2U);
+
   // A relist replaces every pool, whatever the events said before.
   live_.add_page({node_pool("gpu-a100", "a100")}, true, true);
   settle();
