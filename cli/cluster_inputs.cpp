@@ -72,12 +72,14 @@ ManifestInputs read_cluster(kube::BlockingApiClient& client, const std::string& 
   return in;
 }
 
-Inventory cluster_inventory(kube::BlockingApiClient& client, const CompatDb& db) {
-  kube::NodeListing listing =
-      value_or_fail(kube::list_cluster_nodes(client, kube::ApiCallId::cluster_list_nodes));
+}  // namespace
+
+Inventory cluster_inventory(kube::BlockingApiClient& client, const CompatDb& db,
+                            const InventoryCalls& calls) {
+  kube::NodeListing listing = value_or_fail(kube::list_cluster_nodes(client, calls.nodes));
   for (const Error& skipped : listing.skipped) spdlog::warn("node left out: {}", skipped.str());
   // Dynamic Resource Allocation: the listed nodes' devices from their ResourceSlices.
-  const kube::SliceListing slices = value_or_fail(kube::list_cluster_slices(client));
+  const kube::SliceListing slices = value_or_fail(kube::list_cluster_slices(client, calls.slices));
   for (const Error& skipped : slices.skipped) {
     spdlog::warn("ResourceSlice left out: {}", skipped.str());
   }
@@ -94,14 +96,13 @@ Inventory cluster_inventory(kube::BlockingApiClient& client, const CompatDb& db)
                 slices.version.empty() ? " (no resource.k8s.io API)"
                                        : " (resource.k8s.io/" + slices.version + ")");
   // Karpenter: each NodePool stands for its next node (docs/contract.md §2.7).
-  const kube::NodePoolListing pools = value_or_fail(kube::list_cluster_node_pools(client));
+  const kube::NodePoolListing pools =
+      value_or_fail(kube::list_cluster_node_pools(client, calls.pools));
   for (const Error& skipped : pools.skipped) spdlog::warn("NodePool left out: {}", skipped.str());
   if (pools.served) spdlog::debug("cluster: {} NodePools", pools.pools.size());
   auto inventory = std::make_shared<const Inventory>(Inventory::build(nodes, db));
   return *with_pools(std::move(inventory), pools.pools, db);
 }
-
-}  // namespace
 
 JudgedInputs read_judged_inputs(const ClusterOptions& cluster,
                                 const std::vector<std::string>& paths, const std::string& nodes,
@@ -109,8 +110,8 @@ JudgedInputs read_judged_inputs(const ClusterOptions& cluster,
   std::optional<kube::BlockingApiClient> client;
   if (cluster.cluster)
     client.emplace(cluster_config_or_fail(cluster.in_cluster, cluster.kubeconfig));
-  Inventory inventory =
-      nodes.empty() ? cluster_inventory(*client, db) : value_or_fail(load_inventory(nodes, db));
+  Inventory inventory = nodes.empty() ? cluster_inventory(*client, db, kClusterInventoryCalls)
+                                      : value_or_fail(load_inventory(nodes, db));
   ManifestInputs manifests = cluster.cluster ? read_cluster(*client, cluster.namespace_)
                                              : read_manifest_inputs(manifest_files(paths));
   return JudgedInputs{std::move(inventory), std::move(manifests)};

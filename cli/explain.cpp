@@ -20,11 +20,11 @@
 #include <vector>
 
 #include "admission/enforcement.h"
+#include "cli/cluster_inputs.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/decision_text.h"
 #include "kube/api_client.h"
-#include "kube/cluster_workloads.h"
 #include "policy/document.h"
 #include "policy/evaluate.h"
 #include "policy/failure_message.h"
@@ -276,7 +276,9 @@ ExplainInputs read_offline(const ExplainOptions& options) {
 }
 
 // `explain pod NAME -n NS`: the pod, the events of its namespace about it
-// and (without --nodes) the nodes, from the API server.
+// and (without --nodes) the node inventory, from the API server: the nodes
+// with their ResourceSlices' devices and the NodePools, as audit --cluster
+// reads them.
 ExplainInputs read_cluster(const ExplainOptions& options, const CompatDb& db) {
   if (options.target.size() != 2 || options.target[0] != "pod") {
     cli::fail(Error{"explain", "expected `explain pod NAME`, or -f POD.yaml"});
@@ -308,10 +310,7 @@ ExplainInputs read_cluster(const ExplainOptions& options, const CompatDb& db) {
   if (failed) cli::fail(*failed);
   if (bad) cli::fail(*bad);
   if (options.common.nodes.empty()) {
-    const kube::NodeListing listing =
-        cli::value_or_fail(kube::list_cluster_nodes(client, kube::ApiCallId::explain_list_nodes));
-    for (const Error& skipped : listing.skipped) spdlog::warn("node left out: {}", skipped.str());
-    in.inventory = Inventory::build(listing.nodes, db);
+    in.inventory = cli::cluster_inventory(client, db, cli::kExplainInventoryCalls);
   }
   return in;
 }

@@ -108,6 +108,8 @@ enum class ApiCallId : unsigned char {
   inventory_list_nodepools,
   inventory_watch_nodepools,
   cluster_list_nodepools,
+  explain_list_resourceslices,
+  explain_list_nodepools,
   count_  // not a call
 };
 
@@ -155,6 +157,8 @@ inline constexpr std::array<ApiCall, static_cast<std::size_t>(ApiCallId::count_)
     {"list", "karpenter.sh", "v1", "nodepools", "NodePool", false, "inventory"},
     {"watch", "karpenter.sh", "v1", "nodepools", "NodePool", false, "inventory"},
     {"list", "karpenter.sh", "v1", "nodepools", "NodePool", false, "audit-cluster"},
+    {"list", "resource.k8s.io", "v1", "resourceslices", "ResourceSlice", false, "explain"},
+    {"list", "karpenter.sh", "v1", "nodepools", "NodePool", false, "explain"},
 }};
 
 [[nodiscard]] constexpr const ApiCall& api_call(ApiCallId id) {

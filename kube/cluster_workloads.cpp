@@ -175,19 +175,19 @@ Expected<std::optional<ClaimSpec>> read_claim_object(const nlohmann::json& objec
   return std::optional<ClaimSpec>(std::move(*claim));
 }
 
-Expected<SliceListing> list_cluster_slices(BlockingApiClient& client) {
+Expected<SliceListing> list_cluster_slices(BlockingApiClient& client, ApiCallId call) {
   SliceListing out;
-  auto version = list_read(client, ApiCallId::cluster_list_resourceslices, kDraVersions, out.slices,
-                           out.skipped, resource_slice_from_json);
+  auto version =
+      list_read(client, call, kDraVersions, out.slices, out.skipped, resource_slice_from_json);
   if (!version) return version.error();
   out.version = std::move(*version);
   return out;
 }
 
-Expected<NodePoolListing> list_cluster_node_pools(BlockingApiClient& client) {
+Expected<NodePoolListing> list_cluster_node_pools(BlockingApiClient& client, ApiCallId call) {
   NodePoolListing out;
-  auto version = list_read(client, ApiCallId::cluster_list_nodepools, kKarpenterVersions, out.pools,
-                           out.skipped, node_pool_from_json);
+  auto version =
+      list_read(client, call, kKarpenterVersions, out.pools, out.skipped, node_pool_from_json);
   if (!version) return version.error();
   out.served = !version->empty();
   return out;

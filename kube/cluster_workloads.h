@@ -66,23 +66,26 @@ struct NodeListing {
 // ("ResourceClaimTemplate ml/one-gpu: spec.spec.devices: ...").
 [[nodiscard]] Expected<std::optional<ClaimSpec>> read_claim_object(const nlohmann::json& object);
 
-// Every ResourceSlice of the cluster; unreadable ones go to `skipped`.
+// Every ResourceSlice of the cluster, listed as `call`; unreadable ones go
+// to `skipped`.
 struct SliceListing {
   std::vector<ResourceSlice> slices;
   std::vector<Error> skipped;
   std::string version;  // the version read, "" when the cluster serves none
 };
-[[nodiscard]] Expected<SliceListing> list_cluster_slices(BlockingApiClient& client);
+[[nodiscard]] Expected<SliceListing> list_cluster_slices(
+    BlockingApiClient& client, ApiCallId call = ApiCallId::cluster_list_resourceslices);
 
-// Every Karpenter NodePool (karpenter.sh, kKarpenterVersions); a cluster
-// without Karpenter has none, which is no error. Unreadable ones go to
-// `skipped`.
+// Every Karpenter NodePool (karpenter.sh, kKarpenterVersions), listed as
+// `call`; a cluster without Karpenter has none, which is no error.
+// Unreadable ones go to `skipped`.
 struct NodePoolListing {
   std::vector<NodePool> pools;
   std::vector<Error> skipped;
   bool served = false;  // whether the cluster serves NodePools
 };
-[[nodiscard]] Expected<NodePoolListing> list_cluster_node_pools(BlockingApiClient& client);
+[[nodiscard]] Expected<NodePoolListing> list_cluster_node_pools(
+    BlockingApiClient& client, ApiCallId call = ApiCallId::cluster_list_nodepools);
 
 // Every ResourceClaimTemplate and ResourceClaim (of `namespace_` only
 // unless it is empty), without the claims made for pods.

@@ -30,9 +30,16 @@ def fixture(name):
     return os.path.join(SOURCE, "tests", "fixtures", "explain", name)
 
 
-def explain(pod, *extra, events=True, output="json"):
+def node_pools():
+    """The Karpenter NodePools of examples/node-pools."""
+    import yaml
+    with open(os.path.join(SOURCE, "examples", "node-pools", "nodes.yaml")) as f:
+        return [d for d in yaml.safe_load_all(f) if d and d.get("kind") == "NodePool"]
+
+
+def explain(pod, *extra, events=True, output="json", nodes=None):
     args = [BINARY, "explain", "--offline", "-f", fixture(pod), "--nodes",
-            os.path.join(SOURCE, "tests", "fixtures", "plan", "nodes.yaml"), "-o", output]
+            nodes or os.path.join(SOURCE, "tests", "fixtures", "plan", "nodes.yaml"), "-o", output]
     if events:
         args += ["--events", fixture("events.yaml")]
     return subprocess.run(args + list(extra), capture_output=True, text=True, timeout=120,
@@ -115,8 +122,9 @@ class ThroughApiServer(DoubleTestCase):
     """`explain pod NAME -n NS` against the API server double
     (tests/e2e/apiserver_double.py: TLS, a bearer token, paged lists whose
     items carry no kind, as a live server sends them): the answer must be
-    the offline one for the same objects, and every call a row of
-    `cudagate api-calls` with when "explain"."""
+    the offline one for the same objects (the nodes and Karpenter NodePools
+    of a --nodes file listed from the API server instead), and every call a
+    row of `cudagate api-calls` with when "explain"."""
 
     prefix = "cudagate-explain-"
 
@@ -141,6 +149,8 @@ class ThroughApiServer(DoubleTestCase):
         with open(fixture("events.yaml")) as f:
             for event in yaml.safe_load(f)["items"]:
                 self.api.put_object(event)
+        for pool in node_pools():
+            self.api.put_object(pool)
 
     def setUp(self):
         super().setUp()
@@ -162,8 +172,36 @@ class ThroughApiServer(DoubleTestCase):
             self.assertEqual(live["decision"]["verdict"], offline["decision"]["verdict"])
         rows = {(c["verb"], c["group"], c["resource"]) for c in self.kw.api_calls()
                 if c["when"] == "explain"}
-        self.assertEqual(rows, {("get", "", "pods"), ("list", "", "events"), ("list", "", "nodes")})
+        self.assertEqual(rows, {("get", "", "pods"), ("list", "", "events"), ("list", "", "nodes"),
+                                ("list", "resource.k8s.io", "resourceslices"),
+                                ("list", "karpenter.sh", "nodepools")})
         self.assertEqual(self.kw.seen_calls(self.api), rows)
+
+    def test_at_admission_names_the_clusters_node_pools(self):
+        """The NodePools the API server lists are judged at admission as a
+        --nodes file's are (docs/contract.md §2.7): each pool that could
+        launch a node for the pod is a group of its own."""
+        import yaml
+        nodes_file = os.path.join(self.dir, "nodes-and-pools.yaml")
+        with open(os.path.join(SOURCE, "tests", "fixtures", "plan", "nodes.yaml")) as f:
+            nodes = yaml.safe_load(f)
+        # In the order the API server lists them (by name), which is the
+        # order of the groups and of the reason's text.
+        nodes["items"] += sorted(node_pools(), key=lambda p: p["metadata"]["name"])
+        with open(nodes_file, "w") as f:
+            yaml.safe_dump(nodes, f)
+        env = dict(os.environ, NO_COLOR="1")
+        env.pop("KUBECONFIG", None)
+        r = subprocess.run([BINARY, "explain", "pod", "train-sm80-7d9f8b6c4-x2x7q", "-n", "ml",
+                            "--offline", "--kubeconfig", self.kubeconfig, "-o", "json"],
+                           capture_output=True, text=True, timeout=120, env=env)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        live = json.loads(r.stdout)["admission"]
+        offline = json.loads(explain("pod-crashloop.yaml", nodes=nodes_file).stdout)["admission"]
+        self.assertEqual(live, offline)
+        named = [n for g in live["decision"]["groups"] for n in g["nodes"]]
+        self.assertIn("NodePool gpu-t4 (0 nodes now)", named)
+        self.assertIn("NodePool gpu-h100 (0 nodes now)", named)
 
     def test_a_missing_pod_is_an_error_naming_it(self):
         r = subprocess.run([BINARY, "explain", "pod", "nope", "-n", "ml", "--kubeconfig",
