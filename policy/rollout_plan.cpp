@@ -226,7 +226,13 @@ RolloutPlan plan_rollout(const PlanInputs& in, const Policy& policy, const Compa
       if (a != nullptr) m.after = *a;
       plan.moves.push_back(std::move(m));
     }
-    plan.moves[it->second].nodes.push_back(name);
+    NodeMove& move = plan.moves[it->second];
+    move.nodes.push_back(name);
+    const auto before_i = before_inv.index_of(name);
+    const auto after_i = after_inv.index_of(name);
+    if ((before_i && before_inv.is_pool(*before_i)) || (after_i && after_inv.is_pool(*after_i))) {
+      move.pools.push_back(name);
+    }
   };
   for (const Node& n : before_nodes) {
     const auto a = after_facts.find(n.name);

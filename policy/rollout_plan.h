@@ -61,6 +61,7 @@ struct NodeMove {
   std::optional<GpuFacts> before;  // nullopt: added nodes
   std::optional<GpuFacts> after;   // nullopt: removed nodes
   std::vector<std::string> nodes;  // in the order of the node lists
+  std::vector<std::string> pools;  // those of `nodes` that are node pools' nodes
   std::size_t runs_before = 0;     // workloads compatible on these nodes before
   std::size_t runs_after = 0;      // ... after
 

@@ -12,9 +12,17 @@ std::vector<NodeGroupColumn> gpu_node_groups(const Inventory& inventory) {
   std::vector<NodeGroupColumn> out;
   for (const NodeGroup& group : inventory.groups()) {
     if (!group.facts.has_gpu) continue;
-    const std::size_t nodes = group.members.count();
-    if (nodes == 0) continue;
-    out.push_back(NodeGroupColumn{group.facts, nodes});
+    NodeGroupColumn column{group.facts, 0, {}};
+    group.members.for_each([&](std::size_t i) {
+      if (inventory.is_pool(i)) {
+        column.pools.push_back(inventory.node_name(i));
+      } else {
+        ++column.nodes;
+      }
+      return true;
+    });
+    if (column.nodes == 0 && column.pools.empty()) continue;
+    out.push_back(std::move(column));
   }
   return out;
 }

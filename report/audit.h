@@ -27,10 +27,12 @@ struct AuditedWorkload {
 };
 
 // One column of the HTML matrix: the GPU nodes of the inventory with equal
-// facts (Inventory::groups()).
+// facts (Inventory::groups()), the nodes of the cluster counted and the
+// node pools' nodes named.
 struct NodeGroupColumn {
   GpuFacts facts;
   std::size_t nodes = 0;
+  std::vector<std::string> pools;
 };
 
 struct Audit {

@@ -104,15 +104,28 @@ std::string_view html_outcome_mark(Outcome outcome) {
   return "?";
 }
 
-std::string html_group_header(const GpuFacts& f, std::size_t nodes, std::string_view caption) {
+std::string html_group_members(std::size_t nodes, const std::vector<std::string>& pools) {
+  std::string out;
+  if (nodes != 0 || pools.empty()) {
+    out = std::to_string(nodes) + (nodes == 1 ? " node" : " nodes");
+  }
+  for (const std::string& pool : pools) {
+    if (!out.empty()) out += ", ";
+    out += pool;
+  }
+  return out;
+}
+
+std::string html_group_header(const GpuFacts& f, std::string_view members,
+                              std::string_view caption) {
   std::string out = "<th class=\"group\" scope=\"col\" title=\"" + esc(facts_text(f)) + ", " +
-                    std::to_string(nodes) + (nodes == 1 ? " node" : " nodes") + "\">";
+                    esc(members) + "\">";
   if (!caption.empty()) out += "<i>" + esc(caption) + "</i>";
   out += "<b>" + esc(or_unknown(f.product)) + "</b>";
   out += "<span>driver " + esc(f.driver ? f.driver->str() : "unknown") + "</span>";
   out += "<span>CUDA " + esc(max_cuda_text(f)) + "</span>";
   out += "<span>cc " + esc(f.cc ? f.cc->str() : "unknown") + "</span>";
-  out += "<span>" + std::to_string(nodes) + (nodes == 1 ? " node" : " nodes") + "</span>";
+  out += "<span>" + esc(members) + "</span>";
   out += "</th>";
   return out;
 }

@@ -20,10 +20,16 @@ namespace cudagate {
 [[nodiscard]] std::string html_page_start(std::string_view title, std::string_view extra_css = {});
 [[nodiscard]] std::string html_page_end();
 
+// What a node group column stands for: its count of nodes and the node
+// pools whose next node has its facts, by name ("2 nodes", "NodePool gpu-t4
+// (0 nodes now)", "2 nodes, NodePool gpu (a100, 2 nodes now)").
+[[nodiscard]] std::string html_group_members(std::size_t nodes,
+                                             const std::vector<std::string>& pools);
+
 // A <th class="group"> for the nodes with `facts`: product, driver, max
-// CUDA, compute capability, node count; `caption`, when given, as a first
-// line ("before", "added").
-[[nodiscard]] std::string html_group_header(const GpuFacts& facts, std::size_t nodes,
+// CUDA, compute capability, `members` (html_group_members()); `caption`,
+// when given, as a first line ("before", "added").
+[[nodiscard]] std::string html_group_header(const GpuFacts& facts, std::string_view members,
                                             std::string_view caption = {});
 
 // The mark of an outcome: a check mark, a ballot x, "?".

@@ -32,7 +32,7 @@ std::vector<NodeGroupColumn> columns_of(const Audit& audit) {
       auto it = std::find_if(out.begin(), out.end(),
                              [&](const NodeGroupColumn& c) { return c.facts == g.facts; });
       if (it == out.end()) {
-        out.push_back(NodeGroupColumn{g.facts, g.count});
+        out.push_back(NodeGroupColumn{g.facts, g.count, {}});
       } else {
         it->nodes = std::max(it->nodes, g.count);
       }
@@ -108,7 +108,8 @@ std::string html_report(const Audit& audit, std::int64_t timestamp_seconds) {
   out +=
       "<div class=\"scroll\">\n<table id=\"matrix\">\n<thead><tr><th class=\"corner\" "
       "scope=\"col\">Workload</th><th scope=\"col\">Verdict</th>";
-  for (const auto& c : columns) out += html_group_header(c.facts, c.nodes);
+  for (const auto& c : columns)
+    out += html_group_header(c.facts, html_group_members(c.nodes, c.pools));
   out += "</tr></thead>\n<tbody>\n";
   std::vector<std::size_t> listed;
   for (std::size_t i = 0; i < audit.workloads.size(); ++i) {

@@ -342,12 +342,13 @@ std::string plan_cell(const PlannedWorkload& w, const NodeMove& m, const PlanCel
 }
 
 std::string group_header(const NodeMove& m) {
-  if (!m.before) return html_group_header(*m.after, m.nodes.size(), "added");
-  if (!m.after) return html_group_header(*m.before, m.nodes.size(), "removed");
-  if (!m.changes()) return html_group_header(*m.before, m.nodes.size(), "unchanged");
+  const std::string members = html_group_members(m.nodes.size() - m.pools.size(), m.pools);
+  if (!m.before) return html_group_header(*m.after, members, "added");
+  if (!m.after) return html_group_header(*m.before, members, "removed");
+  if (!m.changes()) return html_group_header(*m.before, members, "unchanged");
   std::string caption = "to driver " + (m.after->driver ? m.after->driver->str() : "unknown");
   if (m.after->product != m.before->product) caption = "to " + m.after->product;
-  return html_group_header(*m.before, m.nodes.size(), caption);
+  return html_group_header(*m.before, members, caption);
 }
 
 }  // namespace

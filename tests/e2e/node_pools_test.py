@@ -42,6 +42,17 @@ def group_nodes(decision, outcome):
     return sorted(n for g in decision["groups"] if g["outcome"] == outcome for n in g["nodes"])
 
 
+class AuditTest(unittest.TestCase):
+    def test_the_html_matrix_names_the_pools(self):
+        r = subprocess.run([BINARY, "audit", "--offline", example("pods"), "--nodes",
+                            example("node-pools", "nodes.yaml"), "--format", "html"],
+                           capture_output=True, text=True, timeout=120)
+        self.assertIn(r.returncode, (0, 1), r.stderr)
+        self.assertIn("<span>NodePool gpu-t4 (0 nodes now)</span></th>", r.stdout)
+        self.assertIn("<span>NodePool gpu-h100 (0 nodes now)</span></th>", r.stdout)
+        self.assertNotIn("<span>1 node</span>", r.stdout)
+
+
 class CheckTest(unittest.TestCase):
     def test_pools_at_zero_are_judged(self):
         # Without the pools the CPU node is the only node: no candidate,
@@ -130,7 +141,7 @@ class PlanTest(unittest.TestCase):
     """`plan` on pools: a pool's driver changed by its karpenter.sh/nodepool
     label, a pool removed, a NodePool added from a file."""
 
-    def plan(self, *args):
+    def plan(self, *args, output="json"):
         with tempfile.TemporaryDirectory() as tmp:
             pod = os.path.join(tmp, "pod.yaml")
             with open(pod, "w") as f:
@@ -141,9 +152,11 @@ class PlanTest(unittest.TestCase):
             args = [added if a == "L4_POOL" else a for a in args]
             result = subprocess.run(
                 [BINARY, "plan", "--offline", "-f", pod, "--nodes",
-                 example("node-pools", "nodes.yaml"), "--format", "json", *args],
+                 example("node-pools", "nodes.yaml"), "--format", output, *args],
                 capture_output=True, text=True, timeout=120)
         self.assertIn(result.returncode, (0, 1), result.stderr)
+        if output != "json":
+            return result.stdout
         plan = json.loads(result.stdout)
         groups = {g["nodes"][0]: g for g in plan["nodeGroups"]}
         (workload,) = plan["workloads"]
@@ -157,6 +170,11 @@ class PlanTest(unittest.TestCase):
         self.assertEqual((t4["runsBefore"], t4["runsAfter"]), (0, 1))
         self.assertEqual(groups["NodePool gpu-h100 (0 nodes now)"]["change"], "unchanged")
         self.assertEqual(workload["change"], "widens")
+        # The HTML matrix's columns name the pools instead of counting them as nodes.
+        html = self.plan("--set-driver", "karpenter.sh/nodepool=gpu-t4=570.124.06", output="html")
+        self.assertIn("<span>NodePool gpu-t4 (0 nodes now)</span></th>", html)
+        self.assertIn("<span>NodePool gpu-h100 (0 nodes now)</span></th>", html)
+        self.assertNotIn("<span>1 node</span>", html)
 
     def test_a_pool_removed_and_one_added(self):
         groups, workload = self.plan("--remove-nodes", "karpenter.sh/nodepool=gpu-h100")

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -79,6 +81,25 @@ TEST(Audit, GpuNodeGroupsLeaveOutNodesWithoutGpus) {
     nodes += g.nodes;
   }
   EXPECT_EQ(nodes, 5U);
+}
+
+TEST(Audit, GpuNodeGroupsNameTheNodePools) {
+  // examples/node-pools: a CPU node and two Karpenter NodePools at zero.
+  std::ifstream in(std::string(CUDAGATE_SOURCE_DIR) + "/examples/node-pools/nodes.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  auto nodes = parse_nodes(text.str(), "nodes.yaml", &test_support::db());
+  ASSERT_TRUE(nodes) << nodes.error().str();
+  const auto groups = gpu_node_groups(Inventory::build(*nodes, test_support::db()));
+  ASSERT_EQ(groups.size(), 2U);
+  std::vector<std::string> pools;
+  for (const auto& g : groups) {
+    EXPECT_EQ(g.nodes, 0U);
+    ASSERT_EQ(g.pools.size(), 1U);
+    pools.push_back(g.pools.front());
+  }
+  EXPECT_EQ(pools, (std::vector<std::string>{"NodePool gpu-t4 (0 nodes now)",
+                                             "NodePool gpu-h100 (0 nodes now)"}));
 }
 
 TEST(Audit, DecisionRecordsMarkWhatCouldNotBeJudged) {

@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "report/html_page.h"
 #include "tests/support/audit_fixture.h"
 
 namespace cudagate {
@@ -34,6 +35,23 @@ TEST(HtmlReport, MatrixOfWorkloadsAndNodeGroups) {
   EXPECT_NE(html.find("<td class=\"cell incompatible\" title=\"incompatible on 2 nodes\n"
                       "[cuda-driver] train: needs CUDA 12.4"),
             std::string::npos);
+}
+
+TEST(HtmlReport, ColumnsCountNodesAndNameNodePools) {
+  EXPECT_EQ(html_group_members(2, {}), "2 nodes");
+  EXPECT_EQ(html_group_members(1, {}), "1 node");
+  EXPECT_EQ(html_group_members(0, {"NodePool gpu-t4 (0 nodes now)"}),
+            "NodePool gpu-t4 (0 nodes now)");
+  EXPECT_EQ(html_group_members(2, {"NodePool gpu (a100, 2 nodes now)", "pool gke-a100"}),
+            "2 nodes, NodePool gpu (a100, 2 nodes now), pool gke-a100");
+  Audit audit = test_support::fixture_audit();
+  NodeGroupColumn& column = audit.node_groups.front();
+  column.pools = {"NodePool gpu-t4 (0 nodes now)"};
+  const std::string html = html_report(audit, 0);
+  EXPECT_NE(
+      html.find("<span>" + std::to_string(column.nodes) + (column.nodes == 1 ? " node" : " nodes") +
+                ", NodePool gpu-t4 (0 nodes now)</span></th>"),
+      std::string::npos);
 }
 
 TEST(HtmlReport, FindingsListEveryWorkloadThatFailsOrWarns) {
