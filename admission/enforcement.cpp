@@ -3,8 +3,9 @@
 #include "admission/enforcement.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cstddef>
+
+#include "types/ascii.h"
 
 namespace cudagate {
 namespace {
@@ -146,10 +147,7 @@ std::string statement_text(const Decision& decision, const Statement& s) {
 
 std::string object_word(const Decision& decision) {
   if (decision.resource.kind.empty() || decision.resource.kind == "Pod") return "pod";
-  std::string word = decision.resource.kind;
-  std::transform(word.begin(), word.end(), word.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return word;
+  return ascii::lower(decision.resource.kind);
 }
 
 std::vector<std::string> compatible_names(const Decision& decision) {

@@ -3,9 +3,9 @@
 #include "cli/decision_text.h"
 
 #include <algorithm>
-#include <cctype>
 
 #include "report/audit.h"
+#include "types/ascii.h"
 
 namespace cudagate::cli {
 namespace {
@@ -13,9 +13,7 @@ namespace {
 constexpr std::size_t kTextNodeNames = 5;  // node names shown per group in text
 
 std::string verdict_word(Verdict verdict, const Paint& paint) {
-  std::string word(to_string(verdict));
-  std::transform(word.begin(), word.end(), word.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  std::string word = ascii::upper(to_string(verdict));
   switch (verdict) {
     case Verdict::pass:
       return paint.green(word);

@@ -3,37 +3,26 @@
 #include "policy/arch_list.h"
 
 #include <algorithm>
-#include <cctype>
 #include <set>
 #include <string>
 #include <tuple>
 #include <utility>
 
 #include "compat-db/compat_db.h"
+#include "types/ascii.h"
 #include "types/quote.h"
 
 namespace cudagate {
 namespace {
 
-bool is_digit(char c) {
-  return c >= '0' && c <= '9';
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
+using ascii::iequals;
+using ascii::is_digit;
+using ascii::is_space;
 
 bool consume_suffix(std::string_view& text, std::string_view suffix) {
   if (!text.ends_with(suffix)) return false;
   text.remove_suffix(suffix.size());
   return true;
-}
-
-bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
 }
 
 // Splits on ';' and ASCII whitespace, skipping empty entries: CMake's list
@@ -285,7 +274,7 @@ std::string accepted_spelling(std::string_view entry,
   }
   std::string numeric(base);
   if (!numeric.empty() && (numeric.back() == 'A' || numeric.back() == 'F')) {
-    numeric.back() = static_cast<char>(std::tolower(static_cast<unsigned char>(numeric.back())));
+    numeric.back() = ascii::to_lower(numeric.back());
   }
   numeric += ptx;
   if (numeric == entry) return {};

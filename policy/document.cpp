@@ -22,11 +22,14 @@
 #include <utility>
 #include <vector>
 
+#include "types/ascii.h"
 #include "types/json_depth.h"
 #include "types/quote.h"
 
 namespace cudagate {
 namespace {
+
+using ascii::is_digit;
 
 using nlohmann::json;
 
@@ -83,10 +86,6 @@ bool valid_utf8(std::string_view s) {
 }
 
 // --- YAML scalar resolution, as go-yaml v2 (resolve.go) does it. ---
-
-bool is_digit(char c) {
-  return c >= '0' && c <= '9';
-}
 
 // strconv.ParseInt(s, 0, 64) / ParseUint(s, 0, 64): an optional sign (signed
 // only), then 0x/0o/0b prefixes or a leading 0 for octal, else decimal.

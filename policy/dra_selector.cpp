@@ -3,7 +3,6 @@
 #include "policy/dra_selector.h"
 
 #include <array>
-#include <cctype>
 #include <charconv>
 #include <memory>
 #include <optional>
@@ -12,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "types/ascii.h"
 #include "types/quote.h"
 
 namespace cudagate {
@@ -74,7 +74,7 @@ class SelectorParser {
   }
   std::string rest() const { return std::string(text_.substr(pos_, 24)); }
   void skip_space() {
-    while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_])) != 0) {
+    while (pos_ < text_.size() && ascii::is_space(text_[pos_])) {
       ++pos_;
     }
   }
@@ -148,8 +148,7 @@ class SelectorParser {
   std::optional<std::string> identifier() {
     skip_space();
     const std::size_t start = pos_;
-    while (pos_ < text_.size() &&
-           (std::isalnum(static_cast<unsigned char>(text_[pos_])) != 0 || text_[pos_] == '_')) {
+    while (pos_ < text_.size() && (ascii::is_alnum(text_[pos_]) || text_[pos_] == '_')) {
       ++pos_;
     }
     if (pos_ == start) return std::nullopt;

@@ -3,26 +3,17 @@
 #include "policy/failure_message.h"
 
 #include <algorithm>
-#include <cctype>
 
 #include "policy/decision.h"
+#include "types/ascii.h"
 
 namespace cudagate {
 namespace {
 
+using ascii::lower;
+
 constexpr std::size_t kExcerptLimit = 300;
 constexpr std::size_t kNumberSearch = 24;  // bytes after a phrase in which its number may start
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
-bool digit(char c) {
-  return c >= '0' && c <= '9';
-}
 
 std::string excerpt_of(std::string_view line) {
   const auto first = line.find_first_not_of(" \t\r");
@@ -46,14 +37,14 @@ std::string excerpt_of(std::string_view line) {
 std::optional<ComputeCapability> cc_at(std::string_view line, std::size_t from) {
   std::size_t i = from;
   const std::size_t limit = std::min(line.size(), from + kNumberSearch);
-  while (i < limit && !digit(line[i])) ++i;
+  while (i < limit && !ascii::is_digit(line[i])) ++i;
   if (i >= limit) return std::nullopt;
   std::size_t j = i;
-  while (j < line.size() && digit(line[j])) ++j;
+  while (j < line.size() && ascii::is_digit(line[j])) ++j;
   std::string_view whole = line.substr(i, j - i);
-  if (j + 1 < line.size() && line[j] == '.' && digit(line[j + 1])) {
+  if (j + 1 < line.size() && line[j] == '.' && ascii::is_digit(line[j + 1])) {
     std::size_t k = j + 1;
-    while (k < line.size() && digit(line[k])) ++k;
+    while (k < line.size() && ascii::is_digit(line[k])) ++k;
     auto cc = ComputeCapability::parse(line.substr(i, k - i));
     if (cc) return *cc;
     return std::nullopt;

@@ -2,23 +2,18 @@
 #include "policy/fleet_change.h"
 
 #include <algorithm>
-#include <cctype>
 #include <map>
 #include <set>
 #include <utility>
 
 #include "policy/image_ref.h"
+#include "types/ascii.h"
 #include "types/quote.h"
 
 namespace cudagate {
 namespace {
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
+using ascii::lower;
 
 std::vector<std::string> split(std::string_view text, char sep) {
   std::vector<std::string> out;

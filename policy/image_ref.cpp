@@ -5,10 +5,18 @@
 #include <algorithm>
 #include <string>
 
+#include "types/ascii.h"
 #include "types/quote.h"
 
 namespace cudagate {
 namespace {
+
+using ascii::is_alnum;
+using ascii::is_digit;
+using ascii::is_hex;
+using ascii::is_lower_alnum;
+using ascii::is_lower_hex;
+using ascii::is_upper;
 
 // Requirements and image references run long; errors show more of them.
 constexpr std::size_t kQuotedBytes = 128;
@@ -20,24 +28,6 @@ constexpr std::string_view kOfficialPrefix = "library/";
 constexpr std::string_view kDefaultTag = "latest";
 constexpr std::size_t kMaxTag = 128;
 constexpr std::size_t kMaxName = 255;
-bool is_lower_alnum(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-}
-bool is_alnum(char c) {
-  return is_lower_alnum(c) || (c >= 'A' && c <= 'Z');
-}
-bool is_digit(char c) {
-  return c >= '0' && c <= '9';
-}
-bool is_hex(char c) {
-  return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
-bool is_lower_hex(char c) {
-  return is_digit(c) || (c >= 'a' && c <= 'f');
-}
-bool is_upper(char c) {
-  return c >= 'A' && c <= 'Z';
-}
 bool is_word(char c) {
   return is_alnum(c) || c == '_';
 }

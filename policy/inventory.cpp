@@ -8,55 +8,12 @@
 #include <string>
 #include <utility>
 
+#include "policy/k8s_names.h"
 #include "policy/node_pool.h"
 #include "types/saturating.h"
 
 namespace cudagate {
 namespace {
-
-bool is_alnum(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
-
-// ([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9], at most 63 characters.
-bool is_qualified_name_part(std::string_view s) {
-  if (s.empty() || s.size() > 63 || !is_alnum(s.front()) || !is_alnum(s.back())) return false;
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return is_alnum(c) || c == '-' || c == '_' || c == '.'; });
-}
-
-// A lower-case RFC 1123 subdomain: dot-separated labels of [a-z0-9-] that
-// start and end alphanumeric, at most 253 characters.
-bool is_dns_subdomain(std::string_view s) {
-  if (s.empty() || s.size() > 253) return false;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t dot = s.find('.', start);
-    const std::string_view label =
-        s.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
-    auto lower_alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
-    if (label.empty() || !lower_alnum(label.front()) || !lower_alnum(label.back())) return false;
-    if (!std::all_of(label.begin(), label.end(),
-                     [&](char c) { return lower_alnum(c) || c == '-'; })) {
-      return false;
-    }
-    if (dot == std::string_view::npos) return true;
-    start = dot + 1;
-  }
-}
-
-// validateLabelKey: an optional DNS subdomain prefix and '/', then a name.
-bool is_label_key(std::string_view key) {
-  const std::size_t slash = key.find('/');
-  if (slash == std::string_view::npos) return is_qualified_name_part(key);
-  if (key.find('/', slash + 1) != std::string_view::npos) return false;
-  return is_dns_subdomain(key.substr(0, slash)) && is_qualified_name_part(key.substr(slash + 1));
-}
-
-// validateLabelValue: empty, or a qualified name part.
-bool is_label_value(std::string_view value) {
-  return value.empty() || is_qualified_name_part(value);
-}
 
 // Go's strconv.ParseInt(s, 10, 64): ^[+-]?[0-9]+$ within int64.
 std::optional<std::int64_t> parse_int64(std::string_view s) {

@@ -3,57 +3,31 @@
 #include "policy/label_selector.h"
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <cstdint>
 #include <optional>
 
+#include "policy/k8s_names.h"
+#include "types/ascii.h"
 #include "types/quote.h"
 
 namespace cudagate {
 namespace {
 
-constexpr std::size_t kMaxName = 63;
-constexpr std::size_t kMaxPrefix = 253;
-
-bool alnum(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) != 0;
-}
-
-// A name segment or a value: [A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?
-bool valid_segment(std::string_view s) {
-  if (s.empty() || s.size() > kMaxName || !alnum(s.front()) || !alnum(s.back())) return false;
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
-}
-
-// A DNS-1123 subdomain: lower-case alphanumerics, '-' and '.', alphanumeric at both ends.
-bool valid_prefix(std::string_view s) {
-  if (s.empty() || s.size() > kMaxPrefix || !alnum(s.front()) || !alnum(s.back())) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) {
-    return (std::islower(static_cast<unsigned char>(c)) != 0) ||
-           (std::isdigit(static_cast<unsigned char>(c)) != 0) || c == '-' || c == '.';
-  });
-}
-
 std::optional<std::string> key_problem(std::string_view key) {
   const auto slash = key.find('/');
   if (slash == std::string_view::npos) {
-    if (valid_segment(key)) return std::nullopt;
+    if (is_qualified_name_part(key)) return std::nullopt;
     return "a label key is at most 63 characters of [A-Za-z0-9-_.], alphanumeric at both ends";
   }
-  if (!valid_prefix(key.substr(0, slash))) {
+  if (!is_dns1123_subdomain(key.substr(0, slash))) {
     return "a label key's prefix is a DNS subdomain (lower-case, at most 253 characters)";
   }
-  if (!valid_segment(key.substr(slash + 1))) {
+  if (!is_qualified_name_part(key.substr(slash + 1))) {
     return "a label key's name is at most 63 characters of [A-Za-z0-9-_.], alphanumeric at both "
            "ends";
   }
   return std::nullopt;
-}
-
-bool valid_value(std::string_view v) {
-  return v.empty() || valid_segment(v);
 }
 
 bool is_integer(std::string_view v) {
@@ -66,7 +40,7 @@ bool is_integer(std::string_view v) {
 // Characters that end a key or a value.
 bool is_special(char c) {
   return c == '=' || c == '!' || c == ',' || c == '(' || c == ')' || c == '<' || c == '>' ||
-         std::isspace(static_cast<unsigned char>(c)) != 0;
+         ascii::is_space(c);
 }
 
 class Parser {
@@ -134,7 +108,7 @@ class Parser {
     }
     const std::size_t start = pos_;
     std::string value(scan_word());
-    if (!valid_value(value)) return fail_at(start, "invalid label value " + quote(value));
+    if (!is_label_value(value)) return fail_at(start, "invalid label value " + quote(value));
     if ((r.op == LabelOp::gt || r.op == LabelOp::lt) && !is_integer(value)) {
       return fail_at(start, "expected an integer after " +
                                 std::string(r.op == LabelOp::gt ? ">" : "<") + ", got " +
@@ -152,7 +126,7 @@ class Parser {
       skip_space();
       const std::size_t start = pos_;
       std::string value(scan_word());
-      if (!valid_value(value)) return fail_at(start, "invalid label value " + quote(value));
+      if (!is_label_value(value)) return fail_at(start, "invalid label value " + quote(value));
       values.push_back(std::move(value));
       skip_space();
       if (at_end()) return fail("expected ')' to close the set of values");
@@ -192,8 +166,7 @@ class Parser {
   bool consume_word(std::string_view word) {
     if (text_.substr(pos_, word.size()) != word) return false;
     const std::size_t after = pos_ + word.size();
-    if (after < text_.size() && !std::isspace(static_cast<unsigned char>(text_[after])) &&
-        text_[after] != '(') {
+    if (after < text_.size() && !ascii::is_space(text_[after]) && text_[after] != '(') {
       return false;
     }
     pos_ = after;
@@ -201,7 +174,7 @@ class Parser {
   }
 
   void skip_space() {
-    while (!at_end() && std::isspace(static_cast<unsigned char>(text_[pos_])) != 0) ++pos_;
+    while (!at_end() && ascii::is_space(text_[pos_])) ++pos_;
   }
   [[nodiscard]] bool at_end() const { return pos_ >= text_.size(); }
 

@@ -14,17 +14,16 @@
 #include "policy/document.h"
 #include "policy/json_view.h"
 #include "policy/workload_reader.h"
+#include "types/ascii.h"
 #include "types/quote.h"
 
 namespace cudagate {
 namespace {
 
+using ascii::is_digit;
+
 using nlohmann::json;
 // --- Quantities ---
-
-bool is_digit(char c) {
-  return c >= '0' && c <= '9';
-}
 
 Error not_a_count(std::string_view text) {
   return Error{"", "expected an integer, got " + quote(text)};

@@ -8,29 +8,17 @@
 #include <string>
 #include <utility>
 
+#include "types/ascii.h"
 #include "types/quote.h"
 
 namespace cudagate {
 namespace {
 
+using ascii::iequals;
+using ascii::lower;
+
 // Requirements and image references run long; errors show more of them.
 constexpr std::size_t kQuotedBytes = 128;
-
-char lower_ascii(char c) {
-  return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
-}
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = lower_ascii(c);
-  return out;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return lower_ascii(x) == lower_ascii(y);
-         });
-}
 
 // Splits on one separator character, dropping empty pieces, as the
 // toolkit's strsep loops do.

@@ -2,10 +2,10 @@
 #include "registry/auth.h"
 
 #include <algorithm>
-#include <cctype>
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "types/ascii.h"
 #include "types/base64.h"
 #include "types/json_depth.h"
 #include "types/quote.h"
@@ -13,19 +13,10 @@
 namespace cudagate {
 namespace {
 
-bool is_space(char c) {
-  return c == ' ' || c == '\t';
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
+using ascii::iequals;
 
 bool is_token_char(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
+  return ascii::is_alnum(c) ||
          std::string_view("!#$%&'*+-.^_`|~/:").find(c) != std::string_view::npos;
 }
 
@@ -35,9 +26,7 @@ std::string host_of_key(std::string_view key) {
     key.remove_prefix(scheme + 3);
   }
   key = key.substr(0, key.find('/'));
-  std::string host(key);
-  std::transform(host.begin(), host.end(), host.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::string host = ascii::lower(key);
   if (host == "index.docker.io" || host == "registry-1.docker.io") host = "docker.io";
   return host;
 }
@@ -47,7 +36,7 @@ std::string host_of_key(std::string_view key) {
 Expected<AuthChallenge> parse_challenge(std::string_view header) {
   std::size_t i = 0;
   const auto skip_space = [&] {
-    while (i < header.size() && is_space(header[i])) ++i;
+    while (i < header.size() && ascii::is_blank(header[i])) ++i;
   };
   while (true) {
     skip_space();
@@ -96,7 +85,8 @@ Expected<AuthChallenge> parse_challenge(std::string_view header) {
           return Error{"WWW-Authenticate", "unterminated quoted value of " + quote(name)};
         }
       } else {
-        while (i < header.size() && header[i] != ',' && !is_space(header[i])) value += header[i++];
+        while (i < header.size() && header[i] != ',' && !ascii::is_blank(header[i]))
+          value += header[i++];
       }
       if (iequals(name, "realm")) {
         challenge.realm = std::move(value);

@@ -3,8 +3,9 @@
 #include "report/yaml_text.h"
 
 #include <array>
-#include <cctype>
 #include <string_view>
+
+#include "types/ascii.h"
 
 namespace cudagate {
 namespace {
@@ -28,12 +29,11 @@ bool is_reserved_word(std::string_view s) {
 bool plain_safe(std::string_view s) {
   if (s.empty() || is_reserved_word(s)) return false;
   // Starting with a digit, a sign or a dot may read as a number (.5, .inf).
-  const auto first = static_cast<unsigned char>(s.front());
-  if (!std::isalpha(first) && first != '/' && first != '_') return false;
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '/' || c == '(' || c == ')' ||
-        c == '+' || c == '=' || c == '<' || c == '>' || c == ';') {
+  const char first = s.front();
+  if (!ascii::is_alpha(first) && first != '/' && first != '_') return false;
+  for (const char c : s) {
+    if (ascii::is_alnum(c) || c == '-' || c == '_' || c == '.' || c == '/' || c == '(' ||
+        c == ')' || c == '+' || c == '=' || c == '<' || c == '>' || c == ';') {
       continue;
     }
     if (c == ' ') continue;

@@ -67,6 +67,10 @@ TEST(LabelSelector, RejectsWithThePlaceAndWhatWasExpected) {
       {"tier>x", "column 6: expected an integer after >"},
       {"-pool=t4", "column 1: a label key is at most 63 characters"},
       {"Example.com/pool=t4", "column 1: a label key's prefix is a DNS subdomain"},
+      // Each dot-separated label of the prefix starts and ends alphanumeric
+      // (IsDNS1123Subdomain), as labels.Parse checks it.
+      {"example.-com/pool=t4", "column 1: a label key's prefix is a DNS subdomain"},
+      {"example..com/pool=t4", "column 1: a label key's prefix is a DNS subdomain"},
       {"example.com/=t4", "column 1: a label key's name is at most 63"},
       {"pool=-t4", "column 6: invalid label value \"-t4\""},
       {"=t4", "column 1: expected a label key"},
