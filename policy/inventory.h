@@ -256,8 +256,10 @@ class Inventory {
 
   std::vector<NodeGroup> groups_;  // members by node index
   std::vector<GroupSlots> group_slots_;
-  // Group by facts_key() of its facts; groups without members, for reuse.
+  // Group by group_key() of its facts; groups without members, for reuse.
   std::unordered_map<std::string, std::uint32_t> group_by_key_;
+  // A key equal for equal facts (GpuFacts' operator==), unequal otherwise.
+  [[nodiscard]] static std::string group_key(const GpuFacts& facts);
   std::vector<std::uint32_t> free_groups_;
 
   // Slots: every index below holds slots. A built inventory has the nodes
