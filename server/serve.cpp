@@ -1,11 +1,11 @@
-// The webhook process: facts loaded, the TLS server started, reloads and
-// signals wired, and an orderly drain at the end.
+// The webhook process in four steps: the facts it starts from loaded and
+// checked, the server and the watched cluster started, the input files
+// watched for reloads, and the run until a signal, with an orderly drain.
 #include "server/serve.h"
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
@@ -20,7 +20,6 @@
 #include <ctime>
 #include <filesystem>
 #include <memory>
-#include <random>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -28,15 +27,11 @@
 #include <vector>
 
 #include "compat-db/compat_db.h"
-#include "kube/node_watcher.h"
-#include "kube/object_watcher.h"
 #include "registry/registry_client.h"
 #include "server/cert_store.h"
 #include "server/file_watch.h"
 #include "server/input_files.h"
-#include "server/live_claims.h"
-#include "server/live_inventory.h"
-#include "server/live_pools.h"
+#include "server/live_cluster.h"
 #include "server/logging.h"
 #include "server/matrix_gaps.h"
 #include "server/metrics.h"
@@ -53,8 +48,6 @@ using tcp = net::ip::tcp;
 using std::chrono::milliseconds;
 
 constexpr milliseconds kPollInterval{1000};
-// How long watch events gather before they are published as one inventory.
-constexpr milliseconds kCoalesceEvents{100};
 
 std::string endpoint_text(const tcp::endpoint& endpoint) {
   const std::string address = endpoint.address().to_string();
@@ -114,29 +107,6 @@ double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// Readiness of a watched cluster: the inventory is synced once the Nodes,
-// the ResourceSlices, the ResourceClaimTemplates, the ResourceClaims and
-// the NodePools have each been listed whole (or found not served).
-class SyncGate {
- public:
-  enum Part : unsigned { nodes = 1, slices = 2, templates = 4, claims = 8, pools = 16, all = 31 };
-  explicit SyncGate(ServerState& state) : state_(state) {}
-  void done(Part part) {
-    if ((done_.fetch_or(part) | part) == all) state_.set_inventory_synced();
-  }
-
- private:
-  ServerState& state_;
-  std::atomic<unsigned> done_{0};
-};
-
-void publish_inventory(const Inventory& inventory, const CompatDb& db, MatrixGaps& gaps,
-                       WebhookMetrics& metrics) {
-  metrics.inventory(inventory.size(), inventory.gpu_nodes(), inventory.unknown_gpu_nodes(),
-                    unix_now());
-  gaps.publish(inventory, db, metrics);
-}
-
 }  // namespace
 
 // "0.0.0.0:8443", "[::1]:8443", ":8443" (every IPv4 address).
@@ -173,77 +143,70 @@ Expected<tcp::endpoint> parse_listen(const std::string& text) {
   return tcp::endpoint(address, static_cast<unsigned short>(value));
 }
 
-// Everything the server runs on, in destruction-safe order: the facts and
-// the metrics outlive the I/O contexts whose handlers refer to them.
-std::optional<Error> serve(const ServeSettings& settings) {
-  const ServerLimits& limits = settings.limits;
-  const auto grace = settings.shutdown_grace;
-  const unsigned threads = std::max(1U, settings.threads);
-  const bool live = settings.cluster.has_value();
-  if (settings.nodes_path.empty() && !live) {
+namespace {
+
+// What serving starts from, each read and checked before anything is
+// served: the matrix, the policy, a --nodes file's inventory (empty for a
+// watched cluster) and the TLS identity.
+struct StartFacts {
+  std::shared_ptr<const CompatDb> db;
+  std::string db_source;  // the matrix's name for the logs
+  std::shared_ptr<const Policy> policy;
+  std::shared_ptr<const Inventory> inventory;
+  TlsIdentity identity;
+};
+
+Expected<StartFacts> load_start_facts(const ServeSettings& settings) {
+  if (settings.nodes_path.empty() && !settings.cluster) {
     return Error{"--nodes",
                  "required: the node inventory file (kubectl get nodes -o yaml), "
                  "or --in-cluster / --kubeconfig"};
   }
+  StartFacts facts;
+  auto db = load_serving_matrix(settings, facts.db_source);
+  if (!db) return db.error();
+  facts.db = std::make_shared<const CompatDb>(std::move(db).value());
+  auto policy = load_policy_file(settings.config_path, *facts.db);
+  if (!policy) return policy.error();
+  facts.policy = std::make_shared<const Policy>(std::move(policy).value());
+  facts.inventory = std::make_shared<const Inventory>();
+  if (!settings.cluster) {
+    auto inventory = load_inventory(settings.nodes_path, *facts.db);
+    if (!inventory) return inventory.error();
+    facts.inventory = std::make_shared<const Inventory>(std::move(inventory).value());
+  }
+  auto identity = load_tls_identity(settings.tls);
+  if (!identity) return identity.error();
+  facts.identity = std::move(identity).value();
+  return facts;
+}
 
+// What the reloads change, and where they publish.
+struct Served {
+  std::shared_ptr<const CompatDb> db;
   std::string db_source;
-  auto loaded_db = load_serving_matrix(settings, db_source);
-  if (!loaded_db) return loaded_db.error();
-  auto db = std::make_shared<const CompatDb>(std::move(loaded_db).value());
-  auto loaded_policy = load_policy_file(settings.config_path, *db);
-  if (!loaded_policy) return loaded_policy.error();
-  auto policy = std::make_shared<const Policy>(std::move(loaded_policy).value());
-  auto inventory = std::make_shared<const Inventory>();
-  if (!live) {
-    auto loaded_inventory = load_inventory(settings.nodes_path, *db);
-    if (!loaded_inventory) return loaded_inventory.error();
-    inventory = std::make_shared<const Inventory>(std::move(loaded_inventory).value());
-  }
-  const TlsFiles& tls_files = settings.tls;
-  auto loaded_identity = load_tls_identity(tls_files);
-  if (!loaded_identity) return loaded_identity.error();
-  TlsIdentity identity = std::move(loaded_identity).value();
-
-  WebhookMetrics metrics(CUDAGATE_VERSION, db->revision);
-  metrics.compat_db(db->revision, db->as_of);
-  spdlog::info("{}", matrix_summary(*db, db_source));
+  ServerState& state;
+  WebhookMetrics& metrics;
   MatrixGaps gaps;
-  if (!live) publish_inventory(*inventory, *db, gaps, metrics);
-  metrics.certificate_expiry(static_cast<double>(identity.not_after));
-  spdlog::info("TLS certificate {} (serial {}) loaded from {}, valid until {}", identity.subject,
-               identity.serial, tls_files.cert, utc_text(identity.not_after));
-  if (live) {
-    spdlog::info("inventory: listing and watching the nodes of {} (https://{}:{})",
-                 settings.cluster->source, settings.cluster->server.host,
-                 settings.cluster->server.port);
-  } else {
-    spdlog::info("inventory loaded from {}: {} nodes, {} with GPUs, {} with an unknown driver",
-                 display_name(settings.nodes_path), inventory->size(), inventory->gpu_nodes(),
-                 inventory->unknown_gpu_nodes());
+
+  void publish(const Inventory& inventory, const CompatDb& matrix) {
+    metrics.inventory(inventory.size(), inventory.gpu_nodes(), inventory.unknown_gpu_nodes(),
+                      unix_now());
+    gaps.publish(inventory, matrix, metrics);
   }
-  ServerState state(db, policy, inventory);
-  CertStore certs(tls_files, std::move(identity));
+};
 
-  net::io_context ioc(static_cast<int>(threads));
-  // Registry lookups run on the same threads as the sessions, asynchronously.
-  RegistryClient registry(ioc, &metrics);
-  if (auto error = registry.configure(policy->registry)) return error;
-  TlsServer server(
-      ioc, threads, certs, limits,
-      [&state, &metrics, &registry](const HttpRequest& request, Responder respond) {
-        route(request, state, metrics, &registry, std::move(respond));
-      },
-      &metrics);
-  if (auto error = server.listen(settings.endpoint)) return error;
-
-  // Reloads parse and index on a thread of their own, so that a large file
-  // never holds up an I/O thread.
-  net::io_context reload_ioc(1);
-  auto reload_work = net::make_work_guard(reload_ioc);
-  FileWatch watch(reload_ioc.get_executor(), kPollInterval);
+// Each input file re-read when it changes, on the reload thread: the policy
+// (with its registry settings), a --nodes file, the matrix (with the policy
+// and the nodes' facts read again against it) and the TLS certificate. A
+// file that no longer reads keeps what was served, and says why.
+void watch_inputs(FileWatch& watch, const ServeSettings& settings, Served& served,
+                  RegistryClient& registry, CertStore& certs, LiveCluster* live) {
+  ServerState& state = served.state;
+  WebhookMetrics& metrics = served.metrics;
   if (!settings.config_path.empty()) {
-    watch.watch({settings.config_path}, [&] {
-      auto reloaded = load_policy_file(settings.config_path, *db);
+    watch.watch({settings.config_path}, [&settings, &served, &state, &metrics, &registry] {
+      auto reloaded = load_policy_file(settings.config_path, *served.db);
       if (!reloaded) {
         metrics.reload("config", "error");
         spdlog::error("policy not reloaded, keeping the previous one: {}", reloaded.error().str());
@@ -257,9 +220,9 @@ std::optional<Error> serve(const ServeSettings& settings) {
       spdlog::info("policy reloaded from {}", display_name(settings.config_path));
     });
   }
-  if (!live)
-    watch.watch({settings.nodes_path}, [&] {
-      auto reloaded = load_inventory(settings.nodes_path, *db);
+  if (live == nullptr) {
+    watch.watch({settings.nodes_path}, [&settings, &served, &state, &metrics] {
+      auto reloaded = load_inventory(settings.nodes_path, *served.db);
       if (!reloaded) {
         metrics.reload("nodes", "error");
         spdlog::error("inventory not reloaded, keeping the previous one: {}",
@@ -267,7 +230,7 @@ std::optional<Error> serve(const ServeSettings& settings) {
         return;
       }
       auto fresh = std::make_shared<const Inventory>(std::move(reloaded).value());
-      publish_inventory(*fresh, *db, gaps, metrics);
+      served.publish(*fresh, *served.db);
       spdlog::info("inventory reloaded from {}: {} nodes, {} with GPUs, {} with an unknown driver",
                    display_name(settings.nodes_path), fresh->size(), fresh->gpu_nodes(),
                    fresh->unknown_gpu_nodes());
@@ -275,128 +238,6 @@ std::optional<Error> serve(const ServeSettings& settings) {
       release_free_memory();  // the previous inventory, when no request holds it any more
       metrics.reload("nodes", "success");
     });
-
-  std::optional<BackgroundAudit> background_audit;
-  if (settings.audit) {
-    if (!live) return Error{"--audit-interval", "needs --in-cluster or --kubeconfig"};
-    background_audit.emplace(*settings.cluster, *settings.audit, state, metrics, &registry);
-  }
-  std::optional<LiveInventory> live_inventory;
-  std::optional<LiveClaims> live_claims;
-  std::optional<LivePools> live_pools;
-  std::optional<kube::NodeWatcher> node_watcher;
-  std::optional<kube::ObjectWatcher> slice_watcher;
-  std::optional<kube::ObjectWatcher> template_watcher;
-  std::optional<kube::ObjectWatcher> claim_watcher;
-  std::optional<kube::ObjectWatcher> pool_watcher;
-  SyncGate sync(state);
-  if (live) {
-    live_inventory.emplace(
-        reload_ioc.get_executor(), db, kCoalesceEvents, [&](const LiveInventory::Update& update) {
-          publish_inventory(*update.inventory, *update.db, gaps, metrics);
-          if (update.from_list) {
-            spdlog::info(
-                "inventory listed from the API server: {} nodes, {} with GPUs, {} with "
-                "an unknown driver",
-                update.inventory->size(), update.inventory->gpu_nodes(),
-                update.inventory->unknown_gpu_nodes());
-          } else {
-            spdlog::debug("inventory updated by {} watch events: {} nodes", update.events,
-                          update.inventory->size());
-          }
-          state.set_inventory(update.inventory, update.db);
-          if (update.from_list) sync.done(SyncGate::nodes);
-          if (update.slices_from_list) sync.done(SyncGate::slices);
-          if (background_audit) background_audit->inventory_changed();
-        });
-    live_claims.emplace(
-        reload_ioc.get_executor(), kCoalesceEvents, [&](const LiveClaims::Update& update) {
-          spdlog::debug("claims updated: {} ResourceClaims and ResourceClaimTemplates known",
-                        update.catalog->size());
-          state.set_claims(update.catalog);
-          if (update.templates_listed) sync.done(SyncGate::templates);
-          if (update.claims_listed) sync.done(SyncGate::claims);
-        });
-    const auto on_step = [&](const kube::WatchAction& action) {
-      using Kind = kube::WatchAction::Kind;
-      const bool first = action.reason == "initial" || action.reason == "page";
-      if (action.kind == Kind::list && !first) metrics.inventory_relist(action.reason);
-      if (action.kind == Kind::watch && !first) metrics.inventory_watch_restart(action.reason);
-      if (action.kind == Kind::wait) {
-        spdlog::info("API server: retrying in {} ms ({})", action.delay.count(), action.reason);
-      }
-    };
-    kube::NodeWatcherHandlers handlers;
-    handlers.on_page = [&](std::vector<Node> nodes, bool first, bool last) {
-      live_inventory->add_page(std::move(nodes), first, last);
-    };
-    handlers.on_changes = [&](std::vector<kube::NodeChange> changes) {
-      live_inventory->apply(std::move(changes));
-    };
-    handlers.on_step = on_step;
-    kube::WatchOptions watch_options;
-    // Replicas (and restarts) retry at different moments.
-    watch_options.seed = std::random_device{}();
-    // One credential source (and one exec plugin run) for every watcher.
-    auto credentials = std::make_shared<kube::ApiCredentials>(net::make_strand(ioc.get_executor()),
-                                                              *settings.cluster);
-    node_watcher.emplace(credentials, std::move(handlers), watch_options);
-
-    // Dynamic Resource Allocation: ResourceSlices as node facts, claims and
-    // templates as what pods ask for; a cluster without the API runs without.
-    kube::ObjectWatcherHandlers slices;
-    slices.on_page = [&](const std::vector<nlohmann::json>& items, bool first, bool last) {
-      live_inventory->add_slice_page(slices_of_page(items), first, last);
-    };
-    slices.on_changes = [&](const std::vector<kube::ObjectChange>& changes) {
-      live_inventory->apply_slices(slice_changes(changes));
-    };
-    slices.on_step = on_step;
-    slices.on_absent = [&] { sync.done(SyncGate::slices); };
-    slice_watcher.emplace(credentials, kube::ApiCallId::inventory_list_resourceslices,
-                          kube::ApiCallId::inventory_watch_resourceslices, kube::kDraVersions,
-                          std::move(slices), watch_options);
-    const auto claim_handlers = [&](LiveClaims::Source source, SyncGate::Part part) {
-      kube::ObjectWatcherHandlers out;
-      out.on_page = [&, source](const std::vector<nlohmann::json>& items, bool first, bool last) {
-        live_claims->add_page(source, items, first, last);
-      };
-      out.on_changes = [&, source](std::vector<kube::ObjectChange> changes) {
-        live_claims->apply(source, std::move(changes));
-      };
-      out.on_step = on_step;
-      out.on_absent = [&, part] { sync.done(part); };
-      return out;
-    };
-    template_watcher.emplace(
-        credentials, kube::ApiCallId::inventory_list_resourceclaimtemplates,
-        kube::ApiCallId::inventory_watch_resourceclaimtemplates, kube::kDraVersions,
-        claim_handlers(LiveClaims::Source::templates, SyncGate::templates), watch_options);
-    claim_watcher.emplace(credentials, kube::ApiCallId::inventory_list_resourceclaims,
-                          kube::ApiCallId::inventory_watch_resourceclaims, kube::kDraVersions,
-                          claim_handlers(LiveClaims::Source::claims, SyncGate::claims),
-                          watch_options);
-
-    // Karpenter's NodePools: GPU pools that may have no node now; a cluster
-    // without Karpenter runs without.
-    live_pools.emplace(reload_ioc.get_executor(), [&](std::vector<NodePool> pools, bool listed) {
-      spdlog::log(listed ? spdlog::level::info : spdlog::level::debug,
-                  "NodePools {} from the API server: {}", listed ? "listed" : "updated",
-                  pools.size());
-      state.set_cluster_pools(std::move(pools));
-      if (listed) sync.done(SyncGate::pools);
-      if (background_audit) background_audit->inventory_changed();
-    });
-    kube::ObjectWatcherHandlers pools;
-    pools.on_page = [&](std::vector<nlohmann::json> items, bool first, bool last) {
-      live_pools->add_page(items, first, last);
-    };
-    pools.on_changes = [&](std::vector<kube::ObjectChange> changes) { live_pools->apply(changes); };
-    pools.on_step = on_step;
-    pools.on_absent = [&] { sync.done(SyncGate::pools); };
-    pool_watcher.emplace(credentials, kube::ApiCallId::inventory_list_nodepools,
-                         kube::ApiCallId::inventory_watch_nodepools, kube::kKarpenterVersions,
-                         std::move(pools), watch_options);
   }
 
   // A newer matrix without a new binary: the --compat-db file (a mounted
@@ -407,7 +248,7 @@ std::optional<Error> serve(const ServeSettings& settings) {
     if (!path->empty()) matrix_paths.push_back(*path);
   }
   if (!matrix_paths.empty()) {
-    watch.watch(std::move(matrix_paths), [&] {
+    watch.watch(std::move(matrix_paths), [&settings, &served, &state, &metrics, live] {
       std::string source;
       auto loaded = load_serving_matrix(settings, source);
       auto fresh =
@@ -419,26 +260,27 @@ std::optional<Error> serve(const ServeSettings& settings) {
         return;
       }
       auto [fresh_db, fresh_policy, fresh_inventory] = std::move(fresh).value();
-      db = fresh_db;
-      db_source = std::move(source);
+      served.db = fresh_db;
+      served.db_source = std::move(source);
       if (fresh_policy) state.set_policy(std::move(fresh_policy));
       if (fresh_inventory) {
-        publish_inventory(*fresh_inventory, *db, gaps, metrics);
-        state.set_inventory(std::move(fresh_inventory), db);
+        served.publish(*fresh_inventory, *served.db);
+        state.set_inventory(std::move(fresh_inventory), served.db);
       } else {
         // The live inventory derives its nodes' facts again and publishes
         // them with the new matrix.
-        live_inventory->set_db(db);
+        live->set_db(served.db);
       }
-      metrics.compat_db(db->revision, db->as_of);
+      metrics.compat_db(served.db->revision, served.db->as_of);
       metrics.reload("compat-db", "success");
-      spdlog::info("compat-db reloaded: {}", matrix_summary(*db, db_source));
+      spdlog::info("compat-db reloaded: {}", matrix_summary(*served.db, served.db_source));
     });
   }
 
+  const TlsFiles& tls_files = settings.tls;
   std::vector<std::string> tls_paths{tls_files.cert, tls_files.key};
   if (!tls_files.client_ca.empty()) tls_paths.push_back(tls_files.client_ca);
-  watch.watch(std::move(tls_paths), [&] {
+  watch.watch(std::move(tls_paths), [&certs, &metrics] {
     auto reloaded = certs.reload();
     if (!reloaded) {
       metrics.reload("certificate", "error");
@@ -451,58 +293,44 @@ std::optional<Error> serve(const ServeSettings& settings) {
     spdlog::info("TLS certificate {} (serial {}) reloaded, valid until {}", reloaded->subject,
                  reloaded->serial, utc_text(reloaded->not_after));
   });
+}
 
-  net::steady_timer grace_timer(ioc);
-  net::signal_set signals(ioc, SIGTERM, SIGINT);
-  signals.async_wait([&](const boost::system::error_code& ec, int signal) {
+// On SIGTERM or SIGINT: not ready, the watches and reloads stopped, and the
+// open connections drained within the grace, after which the I/O threads
+// stop; a second signal stops them at once.
+void stop_on_signal(net::signal_set& signals, net::steady_timer& grace_timer, net::io_context& ioc,
+                    TlsServer& server, ServerState& state, FileWatch& watch, LiveCluster* live,
+                    milliseconds grace) {
+  signals.async_wait([&signals, &grace_timer, &ioc, &server, &state, &watch, live, grace](
+                         const boost::system::error_code& ec, int signal) {
     if (ec) return;
     state.begin_shutdown();
     spdlog::info("received {}: not ready, draining {} open connections (grace {} ms)",
                  signal == SIGTERM ? "SIGTERM" : "SIGINT", server.open_connections(),
                  grace.count());
     watch.stop();
-    if (node_watcher) node_watcher->stop();
-    for (auto* watcher : {&slice_watcher, &template_watcher, &claim_watcher, &pool_watcher}) {
-      if (*watcher) (*watcher)->stop();
-    }
-    if (live_inventory) live_inventory->stop();
-    if (live_claims) live_claims->stop();
+    if (live != nullptr) live->stop();
     grace_timer.expires_after(grace);
-    grace_timer.async_wait([&](const boost::system::error_code& wec) {
+    grace_timer.async_wait([&ioc, &server](const boost::system::error_code& wec) {
       if (wec) return;
       spdlog::warn("shutdown grace expired with {} connections open; closing them",
                    server.open_connections());
       ioc.stop();
     });
-    server.shutdown([&] {
+    server.shutdown([&grace_timer, &ioc] {
       grace_timer.cancel();
       ioc.stop();
     });
     // A second signal ends the process without waiting.
-    signals.async_wait([&](const boost::system::error_code& sec, int) {
+    signals.async_wait([&ioc](const boost::system::error_code& sec, int) {
       if (!sec) ioc.stop();
     });
   });
+}
 
-  std::signal(SIGPIPE, SIG_IGN);
-  server.start();
-  watch.start();
-  std::thread reload_thread([&reload_ioc] { reload_ioc.run(); });
-  state.set_certificate_loaded();
-  if (node_watcher) {
-    node_watcher->start();
-    slice_watcher->start();
-    template_watcher->start();
-    claim_watcher->start();
-    pool_watcher->start();
-  } else {
-    state.set_inventory_synced();
-  }
-  if (background_audit) background_audit->start();
-  spdlog::info("cudagate {} serving https://{} with {} threads", CUDAGATE_VERSION,
-               endpoint_text(server.local_endpoint()), threads);
-
-  // Decision log lines are written once per batch of ready handlers.
+// `threads` threads run `ioc` until it stops, with decision log lines
+// written once per batch of ready handlers.
+void run_io(net::io_context& ioc, unsigned threads) {
   set_log_flush_scheduler(
       [&ioc] { boost::asio::post(ioc, [] { spdlog::default_logger()->flush(); }); });
   std::vector<std::thread> pool;
@@ -511,6 +339,98 @@ std::optional<Error> serve(const ServeSettings& settings) {
   ioc.run();
   for (auto& thread : pool) thread.join();
   set_log_flush_scheduler({});
+}
+
+}  // namespace
+
+// Everything the server runs on, in destruction-safe order: the facts and
+// the metrics outlive the I/O contexts whose handlers refer to them.
+std::optional<Error> serve(const ServeSettings& settings) {
+  const unsigned threads = std::max(1U, settings.threads);
+  const bool live = settings.cluster.has_value();
+  if (settings.audit && !live) {
+    return Error{"--audit-interval", "needs --in-cluster or --kubeconfig"};
+  }
+  auto start = load_start_facts(settings);
+  if (!start) return start.error();
+  StartFacts& facts = *start;
+
+  WebhookMetrics metrics(CUDAGATE_VERSION, facts.db->revision);
+  metrics.compat_db(facts.db->revision, facts.db->as_of);
+  spdlog::info("{}", matrix_summary(*facts.db, facts.db_source));
+  ServerState state(facts.db, facts.policy, facts.inventory);
+  Served served{facts.db, facts.db_source, state, metrics, {}};
+  if (!live) served.publish(*facts.inventory, *facts.db);
+  const TlsFiles& tls_files = settings.tls;
+  metrics.certificate_expiry(static_cast<double>(facts.identity.not_after));
+  spdlog::info("TLS certificate {} (serial {}) loaded from {}, valid until {}",
+               facts.identity.subject, facts.identity.serial, tls_files.cert,
+               utc_text(facts.identity.not_after));
+  if (live) {
+    spdlog::info("inventory: listing and watching the nodes of {} (https://{}:{})",
+                 settings.cluster->source, settings.cluster->server.host,
+                 settings.cluster->server.port);
+  } else {
+    spdlog::info("inventory loaded from {}: {} nodes, {} with GPUs, {} with an unknown driver",
+                 display_name(settings.nodes_path), facts.inventory->size(),
+                 facts.inventory->gpu_nodes(), facts.inventory->unknown_gpu_nodes());
+  }
+  CertStore certs(tls_files, std::move(facts.identity));
+
+  net::io_context ioc(static_cast<int>(threads));
+  // Registry lookups run on the same threads as the sessions, asynchronously.
+  RegistryClient registry(ioc, &metrics);
+  if (auto error = registry.configure(facts.policy->registry)) return error;
+  TlsServer server(
+      ioc, threads, certs, settings.limits,
+      [&state, &metrics, &registry](const HttpRequest& request, Responder respond) {
+        route(request, state, metrics, &registry, std::move(respond));
+      },
+      &metrics);
+  if (auto error = server.listen(settings.endpoint)) return error;
+
+  // Reloads and watch events are folded in on a thread of their own, so
+  // that a large file or fleet never holds up an I/O thread.
+  net::io_context reload_ioc(1);
+  auto reload_work = net::make_work_guard(reload_ioc);
+  FileWatch watch(reload_ioc.get_executor(), kPollInterval);
+  std::optional<BackgroundAudit> background_audit;
+  if (settings.audit) {
+    background_audit.emplace(*settings.cluster, *settings.audit, state, metrics, &registry);
+  }
+  std::optional<LiveCluster> cluster;
+  if (live) {
+    cluster.emplace(
+        ioc.get_executor(), reload_ioc.get_executor(), *settings.cluster, facts.db, state, metrics,
+        LiveCluster::Handlers{[&served](const Inventory& inventory, const CompatDb& db) {
+                                served.publish(inventory, db);
+                              },
+                              [&background_audit] {
+                                if (background_audit) background_audit->inventory_changed();
+                              }});
+  }
+  LiveCluster* live_cluster = cluster ? &*cluster : nullptr;
+  watch_inputs(watch, settings, served, registry, certs, live_cluster);
+
+  net::steady_timer grace_timer(ioc);
+  net::signal_set signals(ioc, SIGTERM, SIGINT);
+  stop_on_signal(signals, grace_timer, ioc, server, state, watch, live_cluster,
+                 settings.shutdown_grace);
+
+  std::signal(SIGPIPE, SIG_IGN);
+  server.start();
+  watch.start();
+  std::thread reload_thread([&reload_ioc] { reload_ioc.run(); });
+  state.set_certificate_loaded();
+  if (cluster) {
+    cluster->start();
+  } else {
+    state.set_inventory_synced();
+  }
+  if (background_audit) background_audit->start();
+  spdlog::info("cudagate {} serving https://{} with {} threads", CUDAGATE_VERSION,
+               endpoint_text(server.local_endpoint()), threads);
+  run_io(ioc, threads);
 
   if (background_audit) background_audit->stop();
   watch.stop();
