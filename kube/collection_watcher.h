@@ -39,6 +39,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "kube/api_connection.h"
 #include "kube/cluster_config.h"
@@ -124,6 +125,37 @@ class CollectionWatcher {
   boost::asio::steady_timer wait_timer_;
   std::shared_ptr<Request> current_;
   bool stopped_ = false;
+};
+
+// One collection kept up with: its handlers, the collection that reads its
+// pages and events into them, and the CollectionWatcher that lists and
+// watches it (NodeWatcher for Nodes, ObjectWatcher for other objects).
+// `Collection` is a WatchedCollection made from a reference to its
+// `Handlers` (which have an on_step) and `args`.
+template <typename Collection>
+class Watcher {
+ public:
+  using Handlers = typename Collection::Handlers;
+
+  // `credentials` may be shared with other watchers (one strand for all).
+  template <typename... Args>
+  Watcher(std::shared_ptr<ApiCredentials> credentials, Handlers handlers, WatchOptions options,
+          Args&&... args)
+      : handlers_(std::move(handlers)),
+        collection_(handlers_, std::forward<Args>(args)...),
+        watcher_(std::move(credentials), collection_, handlers_.on_step, options) {}
+  Watcher(const Watcher&) = delete;
+  Watcher& operator=(const Watcher&) = delete;
+
+  // Begins the first list. Call once.
+  void start() { watcher_.start(); }
+  // Cancels what is in flight; thread-safe, may be called more than once.
+  void stop() { watcher_.stop(); }
+
+ private:
+  Handlers handlers_;
+  Collection collection_;
+  CollectionWatcher watcher_;
 };
 
 }  // namespace cudagate::kube

@@ -11,21 +11,14 @@
 
 namespace cudagate::kube {
 
-NodeWatcher::NodeWatcher(std::shared_ptr<ApiCredentials> credentials, NodeWatcherHandlers handlers,
-                         WatchOptions options)
-    : handlers_(std::move(handlers)),
-      nodes_(handlers_),
-      watcher_(std::move(credentials), nodes_, handlers_.on_step, options) {}
-
-std::string NodeWatcher::Nodes::target(const WatchAction& action,
-                                       const WatchOptions& options) const {
+std::string NodeCollection::target(const WatchAction& action, const WatchOptions& options) const {
   const ApiCall& call =
       api_call(action.kind == WatchAction::Kind::watch ? ApiCallId::inventory_watch_nodes
                                                        : ApiCallId::inventory_list_nodes);
   return action.target(call.collection_path(""), options);
 }
 
-Expected<WatchedCollection::PageMeta> NodeWatcher::Nodes::read_page(std::string body) {
+Expected<WatchedCollection::PageMeta> NodeCollection::read_page(std::string body) {
   auto page = parse_node_page(body);
   if (!page) return page.error();
   for (const Error& skipped : page->skipped) {
@@ -35,11 +28,11 @@ Expected<WatchedCollection::PageMeta> NodeWatcher::Nodes::read_page(std::string 
   return PageMeta{std::move(page->continue_token), std::move(page->resource_version)};
 }
 
-void NodeWatcher::Nodes::deliver_page(bool first, bool last) {
+void NodeCollection::deliver_page(bool first, bool last) {
   if (handlers_.on_page) handlers_.on_page(std::exchange(page_, {}), first, last);
 }
 
-Expected<EventEnvelope> NodeWatcher::Nodes::read_event(std::string_view text) {
+Expected<EventEnvelope> NodeCollection::read_event(std::string_view text) {
   auto envelope = parse_event_envelope(text);
   if (!envelope) return envelope.error();
   using Type = EventEnvelope::Type;
@@ -59,7 +52,7 @@ Expected<EventEnvelope> NodeWatcher::Nodes::read_event(std::string_view text) {
   return envelope;
 }
 
-void NodeWatcher::Nodes::flush_events() {
+void NodeCollection::flush_events() {
   if (!changes_.empty() && handlers_.on_changes) handlers_.on_changes(std::exchange(changes_, {}));
 }
 

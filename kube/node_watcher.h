@@ -34,38 +34,27 @@ struct NodeWatcherHandlers {
   std::function<void(const WatchAction& action)> on_step;
 };
 
-class NodeWatcher {
+// The Nodes of a NodeWatcher: NodeList pages and Node watch events read
+// into Nodes and NodeChanges.
+class NodeCollection final : public WatchedCollection {
  public:
-  // `credentials` may be shared with other watchers (one strand for all).
-  NodeWatcher(std::shared_ptr<ApiCredentials> credentials, NodeWatcherHandlers handlers,
-              WatchOptions options = {});
-
-  // Begins the first list. Call once.
-  void start() { watcher_.start(); }
-  // Cancels what is in flight; thread-safe, may be called more than once.
-  void stop() { watcher_.stop(); }
+  using Handlers = NodeWatcherHandlers;
+  explicit NodeCollection(Handlers& handlers) : handlers_(handlers) {}
+  [[nodiscard]] std::string_view name() const override { return "nodes"; }
+  [[nodiscard]] std::string target(const WatchAction& action,
+                                   const WatchOptions& options) const override;
+  [[nodiscard]] Expected<PageMeta> read_page(std::string body) override;
+  void deliver_page(bool first, bool last) override;
+  [[nodiscard]] Expected<EventEnvelope> read_event(std::string_view text) override;
+  void flush_events() override;
 
  private:
-  class Nodes final : public WatchedCollection {
-   public:
-    explicit Nodes(NodeWatcherHandlers& handlers) : handlers_(handlers) {}
-    [[nodiscard]] std::string_view name() const override { return "nodes"; }
-    [[nodiscard]] std::string target(const WatchAction& action,
-                                     const WatchOptions& options) const override;
-    [[nodiscard]] Expected<PageMeta> read_page(std::string body) override;
-    void deliver_page(bool first, bool last) override;
-    [[nodiscard]] Expected<EventEnvelope> read_event(std::string_view text) override;
-    void flush_events() override;
-
-   private:
-    NodeWatcherHandlers& handlers_;
-    std::vector<Node> page_;
-    std::vector<NodeChange> changes_;
-  };
-
-  NodeWatcherHandlers handlers_;
-  Nodes nodes_;
-  CollectionWatcher watcher_;
+  Handlers& handlers_;
+  std::vector<Node> page_;
+  std::vector<NodeChange> changes_;
 };
+
+// NodeWatcher(credentials, handlers, options).
+using NodeWatcher = Watcher<NodeCollection>;
 
 }  // namespace cudagate::kube

@@ -10,47 +10,38 @@
 
 namespace cudagate::kube {
 
-ObjectWatcher::ObjectWatcher(std::shared_ptr<ApiCredentials> credentials, ApiCallId list,
-                             ApiCallId watch, std::span<const std::string_view> versions,
-                             ObjectWatcherHandlers handlers, WatchOptions options)
-    : handlers_(std::move(handlers)),
-      objects_(list, watch, versions, handlers_),
-      watcher_(std::move(credentials), objects_, handlers_.on_step, options) {}
-
-ObjectWatcher::Objects::Objects(ApiCallId list, ApiCallId watch,
-                                std::span<const std::string_view> versions,
-                                ObjectWatcherHandlers& handlers)
+ObjectCollection::ObjectCollection(Handlers& handlers, ApiCallId list, ApiCallId watch,
+                                   std::span<const std::string_view> versions)
     : list_(list), watch_(watch), versions_(versions.begin(), versions.end()), handlers_(handlers) {
   if (versions_.empty()) versions_.push_back(api_call(list).version);
 }
 
-std::string_view ObjectWatcher::Objects::name() const {
+std::string_view ObjectCollection::name() const {
   return api_call(list_).resource;
 }
 
-std::string_view ObjectWatcher::Objects::version() const {
+std::string_view ObjectCollection::version() const {
   return versions_[at_];
 }
 
-std::string ObjectWatcher::Objects::target(const WatchAction& action,
-                                           const WatchOptions& options) const {
+std::string ObjectCollection::target(const WatchAction& action, const WatchOptions& options) const {
   const ApiCall call =
       api_call(action.kind == WatchAction::Kind::watch ? watch_ : list_).at_version(version());
   return action.target(call.collection_path(""), options);
 }
 
-Expected<WatchedCollection::PageMeta> ObjectWatcher::Objects::read_page(std::string body) {
+Expected<WatchedCollection::PageMeta> ObjectCollection::read_page(std::string body) {
   auto page = parse_object_page(body, api_call(list_).kind);
   if (!page) return page.error();
   page_ = std::move(page->items);
   return PageMeta{std::move(page->continue_token), std::move(page->resource_version)};
 }
 
-void ObjectWatcher::Objects::deliver_page(bool first, bool last) {
+void ObjectCollection::deliver_page(bool first, bool last) {
   if (handlers_.on_page) handlers_.on_page(std::exchange(page_, {}), first, last);
 }
 
-Expected<EventEnvelope> ObjectWatcher::Objects::read_event(std::string_view text) {
+Expected<EventEnvelope> ObjectCollection::read_event(std::string_view text) {
   auto envelope = parse_event_envelope(text);
   if (!envelope) return envelope.error();
   using Type = EventEnvelope::Type;
@@ -68,11 +59,11 @@ Expected<EventEnvelope> ObjectWatcher::Objects::read_event(std::string_view text
   return envelope;
 }
 
-void ObjectWatcher::Objects::flush_events() {
+void ObjectCollection::flush_events() {
   if (!changes_.empty() && handlers_.on_changes) handlers_.on_changes(std::exchange(changes_, {}));
 }
 
-void ObjectWatcher::Objects::on_refused(int status) {
+void ObjectCollection::on_refused(int status) {
   if (status != 403 || forbidden_told_) return;
   forbidden_told_ = true;
   const ApiCall& call = api_call(list_);
@@ -83,7 +74,7 @@ void ObjectWatcher::Objects::on_refused(int status) {
   if (handlers_.on_absent) handlers_.on_absent();
 }
 
-WatchedCollection::NotFound ObjectWatcher::Objects::on_not_found() {
+WatchedCollection::NotFound ObjectCollection::on_not_found() {
   const ApiCall& call = api_call(list_);
   if (at_ + 1 < versions_.size()) {
     ++at_;

@@ -1,7 +1,7 @@
 #pragma once
 // Keeping up with a collection whose objects are read elsewhere (the
 // Dynamic Resource Allocation collections: ResourceSlices, ResourceClaims,
-// ResourceClaimTemplates) with a CollectionWatcher: list pages handed on
+// ResourceClaimTemplates; Karpenter's NodePools) with a CollectionWatcher: list pages handed on
 // as JSON objects with kind and apiVersion filled in, watch events as
 // ObjectChanges, of every namespace.
 //
@@ -49,48 +49,37 @@ struct ObjectWatcherHandlers {
   std::function<void()> on_absent;
 };
 
-class ObjectWatcher {
+// The objects of an ObjectWatcher: `list` and `watch` are rows of the API
+// call table; `versions` (newest first, e.g. kDraVersions) the versions to
+// try, the rows' own if empty.
+class ObjectCollection final : public WatchedCollection {
  public:
-  // `list` and `watch` are rows of the API call table; `versions` (newest
-  // first, e.g. kDraVersions) the versions to try, the rows' own if empty.
-  // `credentials` may be shared with other watchers (one strand for all).
-  ObjectWatcher(std::shared_ptr<ApiCredentials> credentials, ApiCallId list, ApiCallId watch,
-                std::span<const std::string_view> versions, ObjectWatcherHandlers handlers,
-                WatchOptions options = {});
-
-  void start() { watcher_.start(); }
-  void stop() { watcher_.stop(); }
+  using Handlers = ObjectWatcherHandlers;
+  ObjectCollection(Handlers& handlers, ApiCallId list, ApiCallId watch,
+                   std::span<const std::string_view> versions);
+  [[nodiscard]] std::string_view name() const override;
+  [[nodiscard]] std::string target(const WatchAction& action,
+                                   const WatchOptions& options) const override;
+  [[nodiscard]] Expected<PageMeta> read_page(std::string body) override;
+  void deliver_page(bool first, bool last) override;
+  [[nodiscard]] Expected<EventEnvelope> read_event(std::string_view text) override;
+  void flush_events() override;
+  [[nodiscard]] NotFound on_not_found() override;
+  void on_refused(int status) override;
 
  private:
-  class Objects final : public WatchedCollection {
-   public:
-    Objects(ApiCallId list, ApiCallId watch, std::span<const std::string_view> versions,
-            ObjectWatcherHandlers& handlers);
-    [[nodiscard]] std::string_view name() const override;
-    [[nodiscard]] std::string target(const WatchAction& action,
-                                     const WatchOptions& options) const override;
-    [[nodiscard]] Expected<PageMeta> read_page(std::string body) override;
-    void deliver_page(bool first, bool last) override;
-    [[nodiscard]] Expected<EventEnvelope> read_event(std::string_view text) override;
-    void flush_events() override;
-    [[nodiscard]] NotFound on_not_found() override;
-    void on_refused(int status) override;
-
-   private:
-    [[nodiscard]] std::string_view version() const;
-    ApiCallId list_;
-    ApiCallId watch_;
-    std::vector<std::string_view> versions_;
-    std::size_t at_ = 0;  // the version asked for
-    bool forbidden_told_ = false;
-    ObjectWatcherHandlers& handlers_;
-    std::vector<nlohmann::json> page_;
-    std::vector<ObjectChange> changes_;
-  };
-
-  ObjectWatcherHandlers handlers_;
-  Objects objects_;
-  CollectionWatcher watcher_;
+  [[nodiscard]] std::string_view version() const;
+  ApiCallId list_;
+  ApiCallId watch_;
+  std::vector<std::string_view> versions_;
+  std::size_t at_ = 0;  // the version asked for
+  bool forbidden_told_ = false;
+  Handlers& handlers_;
+  std::vector<nlohmann::json> page_;
+  std::vector<ObjectChange> changes_;
 };
+
+// ObjectWatcher(credentials, handlers, options, list, watch, versions).
+using ObjectWatcher = Watcher<ObjectCollection>;
 
 }  // namespace cudagate::kube

@@ -89,16 +89,16 @@ LiveCluster::LiveCluster(const boost::asio::any_io_executor& io,
   };
   slice_handlers.on_step = [this](const kube::WatchAction& action) { on_step(action); };
   slice_handlers.on_absent = [this] { done(slices); };
-  slice_watcher_.emplace(credentials, kube::ApiCallId::inventory_list_resourceslices,
-                         kube::ApiCallId::inventory_watch_resourceslices, kube::kDraVersions,
-                         std::move(slice_handlers), options);
-  template_watcher_.emplace(credentials, kube::ApiCallId::inventory_list_resourceclaimtemplates,
+  slice_watcher_.emplace(credentials, std::move(slice_handlers), options,
+                         kube::ApiCallId::inventory_list_resourceslices,
+                         kube::ApiCallId::inventory_watch_resourceslices, kube::kDraVersions);
+  template_watcher_.emplace(credentials, claim_handlers(LiveClaims::Source::templates, templates),
+                            options, kube::ApiCallId::inventory_list_resourceclaimtemplates,
                             kube::ApiCallId::inventory_watch_resourceclaimtemplates,
-                            kube::kDraVersions,
-                            claim_handlers(LiveClaims::Source::templates, templates), options);
-  claim_watcher_.emplace(credentials, kube::ApiCallId::inventory_list_resourceclaims,
-                         kube::ApiCallId::inventory_watch_resourceclaims, kube::kDraVersions,
-                         claim_handlers(LiveClaims::Source::claims, claims), options);
+                            kube::kDraVersions);
+  claim_watcher_.emplace(credentials, claim_handlers(LiveClaims::Source::claims, claims), options,
+                         kube::ApiCallId::inventory_list_resourceclaims,
+                         kube::ApiCallId::inventory_watch_resourceclaims, kube::kDraVersions);
 
   kube::ObjectWatcherHandlers pool_handlers;
   pool_handlers.on_page = [this](const std::vector<nlohmann::json>& items, bool first, bool last) {
@@ -109,9 +109,9 @@ LiveCluster::LiveCluster(const boost::asio::any_io_executor& io,
   };
   pool_handlers.on_step = [this](const kube::WatchAction& action) { on_step(action); };
   pool_handlers.on_absent = [this] { done(pools); };
-  pool_watcher_.emplace(credentials, kube::ApiCallId::inventory_list_nodepools,
-                        kube::ApiCallId::inventory_watch_nodepools, kube::kKarpenterVersions,
-                        std::move(pool_handlers), options);
+  pool_watcher_.emplace(credentials, std::move(pool_handlers), options,
+                        kube::ApiCallId::inventory_list_nodepools,
+                        kube::ApiCallId::inventory_watch_nodepools, kube::kKarpenterVersions);
 }
 
 kube::ObjectWatcherHandlers LiveCluster::claim_handlers(LiveClaims::Source source, Part part) {
