@@ -261,88 +261,50 @@ void add_findings(std::vector<Finding>& to, const std::vector<Finding>& from) {
   }
 }
 
-}  // namespace
-
-std::vector<const ContainerSpec*> gpu_containers(const Workload& workload, const Policy& policy,
-                                                 const ClaimCatalog* claims) {
-  if (workload.spec.resource_claims.empty()) return gpu_containers_of(workload, policy, nullptr);
-  const ClaimUse use =
-      claim_use(workload.spec, workload.resource.namespace_, claims, policy.dra_device_classes);
-  return gpu_containers_of(workload, policy, &use);
+// The decision's containers when none is judged: each with whether it uses a GPU.
+void list_unjudged(Decision& d, const Workload& workload,
+                   const std::vector<const ContainerSpec*>& gpus) {
+  for (const ContainerSpec& c : workload.spec.containers) {
+    const bool gpu = std::find(gpus.begin(), gpus.end(), &c) != gpus.end();
+    d.containers.push_back(ContainerDecision{c.name, c.image, gpu, {}, {}, {}, {}});
+  }
 }
 
-Expected<Decision> evaluate(const Workload& workload, const Inventory& inventory,
-                            const Policy& policy, const CompatDb& db,
-                            const EvaluationInputs& inputs) {
-  Decision d;
-  d.resource = workload.resource;
+// Why the workload is not ours to judge (a skip, docs/contract.md §2.6), or "".
+// Skips come before any metadata is resolved: a skipped pod costs no lookups.
+std::string skip_reason(const Workload& workload, const Policy& policy, bool asks_for_gpus) {
   const std::string& ns = workload.resource.namespace_;
-  // Claims only for pods that name some (Dynamic Resource Allocation).
-  const bool claims = !workload.spec.resource_claims.empty();
-  ClaimUse use;
-  if (claims) use = claim_use(workload.spec, ns, inputs.claims, policy.dra_device_classes);
-  const std::vector<const ContainerSpec*> gpus =
-      gpu_containers_of(workload, policy, claims ? &use : nullptr);
-
-  // Skips come before any metadata is resolved: a skipped pod costs no lookups.
-  std::string skip;
-  if (gpus.empty() && use.missing.empty()) {
-    skip = "no GPU container";
-  } else if (std::find(policy.exclude_namespaces.begin(), policy.exclude_namespaces.end(),
-                       ns.empty() ? std::string("default") : ns) !=
-             policy.exclude_namespaces.end()) {
-    skip = "namespace " + (ns.empty() ? std::string("default") : ns) +
+  if (!asks_for_gpus) return "no GPU container";
+  if (std::find(policy.exclude_namespaces.begin(), policy.exclude_namespaces.end(),
+                ns.empty() ? std::string("default") : ns) != policy.exclude_namespaces.end()) {
+    return "namespace " + (ns.empty() ? std::string("default") : ns) +
            " is excluded by the policy (excludeNamespaces)";
-  } else if (const std::string* mode = workload.annotation(kModeAnnotation);
-             policy.allow_pod_opt_out && mode != nullptr && *mode == "off") {
-    skip = "opted out with the annotation cudagate.io/mode: off (policy allowPodOptOut)";
   }
-  if (!skip.empty()) {
-    for (const ContainerSpec& c : workload.spec.containers) {
-      const bool gpu = std::find(gpus.begin(), gpus.end(), &c) != gpus.end();
-      d.containers.push_back(ContainerDecision{c.name, c.image, gpu, {}, {}, {}, {}});
-    }
-    d.verdict = Verdict::skip;
-    d.reason = std::move(skip);
-    return d;
+  if (const std::string* mode = workload.annotation(kModeAnnotation);
+      policy.allow_pod_opt_out && mode != nullptr && *mode == "off") {
+    return "opted out with the annotation cudagate.io/mode: off (policy allowPodOptOut)";
   }
-  d.claims = use.notes;
-  if (!use.missing.empty()) {
-    // Which devices the pod asks for is not known: never a silent skip.
-    for (const ContainerSpec& c : workload.spec.containers) {
-      const bool gpu = std::find(gpus.begin(), gpus.end(), &c) != gpus.end();
-      d.containers.push_back(ContainerDecision{c.name, c.image, gpu, {}, {}, {}, {}});
-    }
-    d.verdict = Verdict::unknown;
-    d.unknown_claim = true;
-    for (const std::string& missing : use.missing) {
-      if (!d.reason.empty()) d.reason += "; ";
-      d.reason += missing;
-    }
-    d.claims.insert(d.claims.end(), use.missing.begin(), use.missing.end());
-    return d;
-  }
+  return {};
+}
 
-  // Metadata once per container, kept between decisions with the memo;
-  // every group is then judged against it.
-  EvaluationState local;
-  EvaluationState* state = &local;
-  if (inputs.memo != nullptr) {
-    std::shared_ptr<void>& kept = inputs.memo->evaluation_state();
-    if (!kept) kept = std::make_shared<EvaluationState>();
-    state = static_cast<EvaluationState*>(kept.get());
-  }
-  state->start(db);
-  std::vector<ContainerEntry*>& entries = state->entries;
+// Step 1: the metadata of each GPU container, from the memo or resolved and
+// kept there, into state.entries (in the order of `gpus`); the decision's
+// container records. An Error where a container's metadata cannot be read.
+std::optional<Error> resolve_containers(Decision& d, EvaluationState& state,
+                                        const Workload& workload,
+                                        const std::vector<const ContainerSpec*>& gpus,
+                                        const Policy& policy, const CompatDb& db,
+                                        const EvaluationInputs& inputs) {
+  std::vector<ContainerEntry*>& entries = state.entries;
   entries.clear();
   for (const ContainerSpec* c : gpus) {
-    metadata_key(state->key, workload, *c, policy, inputs.registry, inputs.flags);
-    auto it = state->containers.find(state->key);
-    if (it == state->containers.end()) {
+    metadata_key(state.key, workload, *c, policy, inputs.registry, inputs.flags);
+    auto it = state.containers.find(state.key);
+    if (it == state.containers.end()) {
       ContainerEntry entry(
           resolve_metadata(workload, *c, policy, db, inputs.registry, inputs.flags, inputs.memo));
       if (entry.metadata) entry.described = describe(*c, *entry.metadata);
-      it = state->containers.emplace(state->key, std::move(entry)).first;
+      it = state.containers.emplace(state.key, std::move(entry)).first;
     }
     ContainerEntry& entry = it->second;
     if (!entry.metadata) return entry.metadata.error();
@@ -358,47 +320,42 @@ Expected<Decision> evaluate(const Workload& workload, const Inventory& inventory
       d.containers.push_back(entries[static_cast<std::size_t>(it - gpus.begin())]->described);
     }
   }
+  return std::nullopt;
+}
 
-  CandidateScratch scratch_here;
-  CandidateScratch& scratch = inputs.scratch != nullptr ? *inputs.scratch : scratch_here;
-  // Candidates as slots: each group's members are one range of them.
-  const bool devices = !use.requests.empty();
-  if (devices) set_device_requests(d, use);
-  const NodeSet& candidates = inventory.candidate_slots(workload.spec, scratch, added_requests(d));
-  d.candidates = candidates.count();
-  if (d.candidates == 0) {
-    d.verdict = Verdict::no_candidates;
-    d.reason = inventory.size() == 0
-                   ? "the node inventory is empty"
-                   : "none of the " + std::to_string(inventory.size()) +
-                         " nodes passes the pod's nodeName, nodeSelector, required node "
-                         "affinity, tolerations and GPU resource requests" +
-                         (devices ? std::string(" (and has devices of its claims' classes)") : "");
-    return d;
-  }
-
-  // Judge each group with candidate members first, then order the small
-  // judgements, and only then build the (larger) group records in order.
-  using Judged = EvaluationState::Judged;
-  std::vector<Judged>& judged = state->judged;
-  judged.clear();
+// The candidates counted by outcome.
+struct OutcomeCounts {
   std::size_t compatible = 0;
   std::size_t incompatible = 0;
   std::size_t unknown = 0;
+};
+
+// The findings of the groups judged on DRA device kinds, by group.
+using DeviceFindings = std::vector<std::pair<std::size_t, std::vector<Finding>>>;
+
+// Step 2: each group with candidate members judged, every GPU container on
+// its facts (a DRA container on each kind of device its requests may be
+// given there), into state.judged. A group where some request can be given
+// no device is no candidate: its members leave d.candidates.
+OutcomeCounts judge_groups(Decision& d, EvaluationState& state, DeviceFindings& by_devices,
+                           const Workload& workload, const std::vector<const ContainerSpec*>& gpus,
+                           const ClaimUse& use, const Inventory& inventory,
+                           const NodeSet& candidates, const Policy& policy, const CompatDb& db) {
+  using Judged = EvaluationState::Judged;
+  const std::vector<ContainerEntry*>& entries = state.entries;
+  std::vector<Judged>& judged = state.judged;
+  judged.clear();
+  OutcomeCounts counts;
+  const bool devices = !use.requests.empty();
   const std::vector<NodeGroup>& groups = inventory.groups();
-  // DRA: the device kinds judged on the current group, and the findings of
-  // the groups judged on device kinds.
+  // DRA: the device kinds judged on the current group.
   std::vector<const DeviceKind*> taken;
-  std::vector<std::pair<std::size_t, std::vector<Finding>>> by_devices;
   for (std::size_t g = 0; g < groups.size(); ++g) {
     const NodeGroup& group = groups[g];
     const auto [begin, end] = inventory.group_slots(g);
     const std::size_t count = candidates.count_range(begin, end);
     if (count == 0) continue;
     Outcome outcome = Outcome::compatible;
-    // A DRA container is judged on every kind of device its requests may
-    // be given on the group's nodes; a node where some request can be given
-    // none is not a candidate.
     taken.clear();
     bool placeable = true;
     if (devices && !group.facts.devices.empty()) {
@@ -431,31 +388,36 @@ Expected<Decision> evaluate(const Workload& workload, const Inventory& inventory
         continue;
       }
       const RuleResult& r =
-          judge(*entries[k], gpus[k]->name, g, groups.size(), group.facts, policy, db, *state);
+          judge(*entries[k], gpus[k]->name, g, groups.size(), group.facts, policy, db, state);
       outcome = combine(outcome, r.outcome);
       if (device_findings != nullptr) add_findings(*device_findings, r.findings);
     }
     if (group.facts.has_gpu && !group.facts.driver) d.unknown_node = true;
     switch (outcome) {
       case Outcome::compatible:
-        compatible += count;
+        counts.compatible += count;
         break;
       case Outcome::incompatible:
-        incompatible += count;
+        counts.incompatible += count;
         break;
       case Outcome::unknown:
-        unknown += count;
+        counts.unknown += count;
         break;
     }
     judged.push_back(Judged{g, count, outcome});
   }
-  if (d.candidates == 0) {
-    d.verdict = Verdict::no_candidates;
-    d.reason =
-        "no candidate node has devices that the pod's claims can be given (their CEL "
-        "selectors exclude every kind of device on the nodes)";
-    return d;
-  }
+  return counts;
+}
+
+// Step 3: the judged groups as the decision's records, ordered by outcome
+// (incompatible first), then by size, each with its findings and the names
+// of its candidate members.
+void record_groups(Decision& d, EvaluationState& state, const DeviceFindings& by_devices,
+                   const Inventory& inventory, const NodeSet& candidates) {
+  using Judged = EvaluationState::Judged;
+  std::vector<Judged>& judged = state.judged;
+  const std::vector<ContainerEntry*>& entries = state.entries;
+  const std::vector<NodeGroup>& groups = inventory.groups();
   std::sort(judged.begin(), judged.end(), [](const Judged& a, const Judged& b) {
     if (rank(a.outcome) != rank(b.outcome)) return rank(a.outcome) < rank(b.outcome);
     if (a.count != b.count) return a.count > b.count;
@@ -489,8 +451,103 @@ Expected<Decision> evaluate(const Workload& workload, const Inventory& inventory
       return gd.nodes.size() < kMaxGroupNodeNames;
     });
   }
-  d.compatible = compatible;
-  d.verdict = verdict_of(compatible, incompatible, unknown);
+}
+}  // namespace
+
+std::vector<const ContainerSpec*> gpu_containers(const Workload& workload, const Policy& policy,
+                                                 const ClaimCatalog* claims) {
+  if (workload.spec.resource_claims.empty()) return gpu_containers_of(workload, policy, nullptr);
+  const ClaimUse use =
+      claim_use(workload.spec, workload.resource.namespace_, claims, policy.dra_device_classes);
+  return gpu_containers_of(workload, policy, &use);
+}
+
+// Read the workload's GPU containers and claims; skip what is not ours to
+// judge; then resolve each container's metadata (step 1), find the
+// candidates, judge their groups (step 2) and record them (step 3).
+Expected<Decision> evaluate(const Workload& workload, const Inventory& inventory,
+                            const Policy& policy, const CompatDb& db,
+                            const EvaluationInputs& inputs) {
+  Decision d;
+  d.resource = workload.resource;
+  // Claims only for pods that name some (Dynamic Resource Allocation).
+  const bool claims = !workload.spec.resource_claims.empty();
+  ClaimUse use;
+  if (claims) {
+    use = claim_use(workload.spec, workload.resource.namespace_, inputs.claims,
+                    policy.dra_device_classes);
+  }
+  const std::vector<const ContainerSpec*> gpus =
+      gpu_containers_of(workload, policy, claims ? &use : nullptr);
+
+  std::string skip = skip_reason(workload, policy, !gpus.empty() || !use.missing.empty());
+  if (!skip.empty()) {
+    list_unjudged(d, workload, gpus);
+    d.verdict = Verdict::skip;
+    d.reason = std::move(skip);
+    return d;
+  }
+  d.claims = use.notes;
+  if (!use.missing.empty()) {
+    // Which devices the pod asks for is not known: never a silent skip.
+    list_unjudged(d, workload, gpus);
+    d.verdict = Verdict::unknown;
+    d.unknown_claim = true;
+    for (const std::string& missing : use.missing) {
+      if (!d.reason.empty()) d.reason += "; ";
+      d.reason += missing;
+    }
+    d.claims.insert(d.claims.end(), use.missing.begin(), use.missing.end());
+    return d;
+  }
+
+  // Metadata once per container, kept between decisions with the memo;
+  // every group is then judged against it.
+  EvaluationState local;
+  EvaluationState* state = &local;
+  if (inputs.memo != nullptr) {
+    std::shared_ptr<void>& kept = inputs.memo->evaluation_state();
+    if (!kept) kept = std::make_shared<EvaluationState>();
+    state = static_cast<EvaluationState*>(kept.get());
+  }
+  state->start(db);
+  if (auto error = resolve_containers(d, *state, workload, gpus, policy, db, inputs)) {
+    return *std::move(error);
+  }
+
+  CandidateScratch scratch_here;
+  CandidateScratch& scratch = inputs.scratch != nullptr ? *inputs.scratch : scratch_here;
+  // Candidates as slots: each group's members are one range of them.
+  const bool devices = !use.requests.empty();
+  if (devices) set_device_requests(d, use);
+  const NodeSet& candidates = inventory.candidate_slots(workload.spec, scratch, added_requests(d));
+  d.candidates = candidates.count();
+  if (d.candidates == 0) {
+    d.verdict = Verdict::no_candidates;
+    d.reason = inventory.size() == 0
+                   ? "the node inventory is empty"
+                   : "none of the " + std::to_string(inventory.size()) +
+                         " nodes passes the pod's nodeName, nodeSelector, required node "
+                         "affinity, tolerations and GPU resource requests" +
+                         (devices ? std::string(" (and has devices of its claims' classes)") : "");
+    return d;
+  }
+
+  // Judge each group with candidate members first, then order the small
+  // judgements, and only then build the (larger) group records in order.
+  DeviceFindings by_devices;
+  const OutcomeCounts counts =
+      judge_groups(d, *state, by_devices, workload, gpus, use, inventory, candidates, policy, db);
+  if (d.candidates == 0) {
+    d.verdict = Verdict::no_candidates;
+    d.reason =
+        "no candidate node has devices that the pod's claims can be given (their CEL "
+        "selectors exclude every kind of device on the nodes)";
+    return d;
+  }
+  record_groups(d, *state, by_devices, inventory, candidates);
+  d.compatible = counts.compatible;
+  d.verdict = verdict_of(counts.compatible, counts.incompatible, counts.unknown);
   return d;
 }
 
