@@ -1,6 +1,6 @@
-// The admission handler: decode the review once, decide which requests are
-// ours to judge, read the workload, evaluate it, enforce the decision and
-// answer. Two choices worth knowing:
+// The admission steps: read the review once (decode it, decide which
+// requests are ours to judge, read the workload and list the images to look
+// up), then decide (evaluate, enforce, answer). Two choices worth knowing:
 //  - A GPU pod whose fields have the wrong types (workload_from_json fails)
 //    is still a review we can answer: the user's input is wrong, so enforce
 //    mode denies it with the error naming the field, warn mode admits it
@@ -11,7 +11,7 @@
 //  - A body that is not a review (not JSON, another kind, no request) has no
 //    uid to answer, so it gets HTTP 400 and {"error": "..."}.
 //
-// Speed: the body is parsed with simdjson into a per-thread reusable
+// Speed: the body is parsed with simdjson into the workspace's reusable
 // document, without building metadata.managedFields (admission/review_text.h),
 // and read through the same mapping code as nlohmann::json
 // (policy/workload_reader.h, read_review in admission_review.h). Whatever
@@ -19,7 +19,8 @@
 // order mark, a body larger than kFastBodyLimit) takes the nlohmann::json
 // path, which then gives the errors. nlohmann::json is also built, from the
 // same body, where a document is needed: comparing a controller's old and
-// new templates on UPDATE, and pinning a partial pod on /mutate.
+// new templates on UPDATE; the object a /mutate patch pins is converted
+// from the fast parser's document instead.
 #include "admission/admission.h"
 
 #include <simdjson.h>
@@ -48,6 +49,18 @@
 #include "types/quote.h"
 
 namespace cudagate {
+
+struct AdmissionWorkspace::Parts {
+  // Bodies up to kFastBodyLimit; the buffers keep the capacity of the
+  // largest seen.
+  ReviewTextParser parser{std::size_t{64} * 1024, kMaxReviewDepth};
+  CandidateScratch scratch;
+  MetadataMemo memo;
+};
+
+AdmissionWorkspace::AdmissionWorkspace() : parts_(std::make_unique<Parts>()) {}
+AdmissionWorkspace::~AdmissionWorkspace() = default;
+
 namespace {
 
 using nlohmann::json;
@@ -56,11 +69,11 @@ std::string dump(const json& j) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-AdmissionOutcome& bad_request(AdmissionOutcome& out, const std::string& message) {
-  out.http_status = 400;
-  out.decision = "error";
-  out.body = dump(json{{"error", message}});
-  return out;
+void bad_request(ReadReview& read, const std::string& message) {
+  read.answered = true;
+  read.outcome.http_status = 400;
+  read.outcome.decision = AdmissionDecision::error;
+  read.outcome.body = dump(json{{"error", message}});
 }
 
 // The group each handled kind belongs to ("" is the core group). A kind of
@@ -72,72 +85,46 @@ bool handled_kind(std::string_view group, std::string_view kind) {
   return group == "apps" || group == "extensions";
 }
 
-const json* member(const json* object, std::string_view key) {
-  if (object == nullptr || !object->is_object()) return nullptr;
-  const auto it = object->find(key);
-  return it == object->end() ? nullptr : &*it;
+// The pod template of a controller object; invalid when it has none.
+template <JsonView V>
+V pod_template(const V& object, std::string_view kind) {
+  auto member = [](const V& value, std::string_view key) {
+    return value.valid() && value.is_object() ? value.find(key) : V{};
+  };
+  const V spec = member(object, "spec");
+  if (kind == "CronJob") return member(member(member(spec, "jobTemplate"), "spec"), "template");
+  return member(spec, "template");
 }
 
-// The pod template of a controller object; nullptr when it has none.
-const json* pod_template(const json& object, const std::string& kind) {
-  const json* spec = member(&object, "spec");
-  if (kind == "CronJob")
-    spec = member(member(member(spec, "jobTemplate"), "spec"), "template");
-  else
-    spec = member(spec, "template");
-  return spec;
+bool same_value(const NlohmannView& a, const NlohmannView& b) {
+  return a.json() == b.json();
+}
+bool same_value(const SimdJsonView& a, const SimdJsonView& b) {
+  return to_nlohmann(a) == to_nlohmann(b);
 }
 
-bool template_changed(const AdmissionRequest& req) {
-  const json* now = pod_template(req.object, req.kind);
-  const json* before = pod_template(req.old_object, req.kind);
-  if (now == nullptr || before == nullptr) return now != before;
-  return *now != *before;
+template <JsonView V>
+bool template_changed(const ReviewRequest<V>& req) {
+  const V now = pod_template(req.object, req.kind);
+  const V before = pod_template(req.old_object, req.kind);
+  if (!now.valid() || !before.valid()) return now.valid() != before.valid();
+  return !same_value(now, before);
 }
 
 // The API server validates names only after the mutating webhooks, so the
 // kind, namespace and name shown here may be anything: each is quoted and
 // bounded (a namespace is at most 63 bytes, a name 253).
-template <JsonView V>
-std::string subject_of(const ReviewRequest<V>& req) {
-  std::string out = req.kind.empty() ? std::string("object") : printable(req.kind, 63);
-  if (!req.name.empty()) {
-    std::string full(req.namespace_.substr(0, 64));
+std::string subject_of(const AdmissionOutcome& request) {
+  std::string out = request.kind.empty() ? std::string("object") : printable(request.kind, 63);
+  if (!request.name.empty()) {
+    std::string full(std::string_view(request.namespace_).substr(0, 64));
     if (!full.empty()) full += '/';
-    full += req.name.substr(0, 256);
+    full += std::string_view(request.name).substr(0, 256);
     out += ' ';
     out += quote(full, 320);
   }
   return out;
 }
-
-// The request as nlohmann::json, for the few steps that need a document:
-// the decoded request itself on the reference path, else decoded from the
-// body on first use.
-class RequestDocument {
- public:
-  explicit RequestDocument(const AdmissionRequest& decoded) : decoded_(&decoded) {}
-  explicit RequestDocument(std::string_view body) : body_(body) {}
-
-  const AdmissionRequest& get() {
-    if (decoded_ == nullptr) {
-      auto decoded = decode_admission_review(body_);
-      // The fast parser read this body as a review: nlohmann::json reads
-      // it too, unless memory ran out.
-      if (!decoded) {
-        throw std::runtime_error("review not decodable twice: " + decoded.error().str());
-      }
-      owned_ = std::move(*decoded);
-      decoded_ = &*owned_;
-    }
-    return *decoded_;
-  }
-
- private:
-  const AdmissionRequest* decoded_ = nullptr;
-  std::string_view body_;
-  std::optional<AdmissionRequest> owned_;
-};
 
 // The review's object for the patch writer. From the fast parser's document
 // it is converted rather than parsed again with nlohmann::json (ten times
@@ -171,29 +158,66 @@ AdmissionResponse respond(const Enforcement& e, json patch) {
   return response;
 }
 
-// Judges a decoded request; fills the outcome's verdict and decision.
+AdmissionDecision decision_of(EnforcementAction action) {
+  switch (action) {
+    case EnforcementAction::allow:
+      return AdmissionDecision::allow;
+    case EnforcementAction::deny:
+      return AdmissionDecision::deny;
+    case EnforcementAction::warn:
+      return AdmissionDecision::warn;
+    case EnforcementAction::patch:
+      break;
+  }
+  return AdmissionDecision::patch;
+}
+
+// The answer to a read or decided review: `response` written as the review
+// it answers.
+void answer(ReadReview& read, const AdmissionResponse& response) {
+  read.answered = true;
+  read.outcome.body = response.serialize(read.version, read.outcome.uid, read.endpoint);
+}
+
+void answer_enforced(ReadReview& read, const Enforcement& e, json patch = nullptr) {
+  read.outcome.decision = decision_of(e.action);
+  answer(read, respond(e, std::move(patch)));
+}
+
+void answer_internal_error(ReadReview& read, std::string_view what, const Policy& policy) {
+  read.outcome.decision = AdmissionDecision::error;
+  answer(read,
+         respond(enforce_internal_error(std::string(what), policy, read.enforcement), nullptr));
+}
+
+void answer_allowed(ReadReview& read, std::optional<Verdict> verdict = std::nullopt) {
+  read.outcome.verdict = verdict;
+  read.outcome.decision = AdmissionDecision::allow;
+  answer(read, AdmissionResponse::allowed());
+}
+
+// Decides what is not ours to judge and reads the workload of what is.
 template <JsonView V>
-AdmissionResponse admit(const ReviewRequest<V>& req, RequestDocument& document,
-                        EnforcementRequest& er, const AdmissionContext& context,
-                        AdmissionOutcome& out) {
-  out.decision = "allow";
+void read_request(const ReviewRequest<V>& req, const AdmissionContext& context, ReadReview& read) {
   // Only the creation of a pod, or a new pod template, can place a pod on a
   // node; everything else passes untouched and unrecorded.
   if (req.operation == "DELETE" || req.operation == "CONNECT" || !req.sub_resource.empty() ||
       !handled_kind(req.group, req.kind)) {
-    return AdmissionResponse::allowed();
+    answer_allowed(read);
+    return;
   }
   const auto& excluded = context.policy.exclude_namespaces;
   if (!req.namespace_.empty() &&
       std::find(excluded.begin(), excluded.end(), req.namespace_) != excluded.end()) {
-    out.verdict = std::string(to_string(Verdict::skip));
-    return AdmissionResponse::allowed();
+    answer_allowed(read, Verdict::skip);
+    return;
   }
-  er.controller = req.kind != "Pod";
+  read.enforcement.controller = req.kind != "Pod";
   // Scheduling fields of a pod are immutable; a controller's matter only
   // when its template changes.
-  if (req.operation == "UPDATE" && (!er.controller || !template_changed(document.get()))) {
-    return AdmissionResponse::allowed();
+  if (req.operation == "UPDATE" && (!read.enforcement.controller || !template_changed(req))) {
+    answer_allowed(read);
+    return;
   }
 
   // Only the variables metadata resolution reads are kept (all are checked).
@@ -209,170 +233,108 @@ AdmissionResponse admit(const ReviewRequest<V>& req, RequestDocument& document,
       return is_gpu_resource(r, context.policy.gpu_resources);
     });
     if (!gpu) {
-      out.verdict = std::string(to_string(Verdict::skip));
-      return AdmissionResponse::allowed();
+      answer_allowed(read, Verdict::skip);
+      return;
     }
     // A GPU workload whose fields cannot be read: its compatibility is unknown.
-    out.verdict = std::string(to_string(Verdict::unknown));
-    const Enforcement e = enforce_input_error(workload.error(), subject_of(req), er);
-    out.decision = std::string(to_string(e.action));
-    return respond(e, nullptr);
+    read.outcome.verdict = Verdict::unknown;
+    answer_enforced(
+        read, enforce_input_error(workload.error(), subject_of(read.outcome), read.enforcement));
+    return;
   }
   // A pod that names claims is evaluate()'s to judge: one that names a
   // claim cudagate does not know is unknown, never skipped here.
-  if (workload->spec.resource_claims.empty() &&
-      gpu_containers(*workload, context.policy, context.claims).empty()) {
-    out.verdict = std::string(to_string(Verdict::skip));
-    return AdmissionResponse::allowed();
+  const auto gpu = gpu_containers(*workload, context.policy, context.claims);
+  if (workload->spec.resource_claims.empty() && gpu.empty()) {
+    answer_allowed(read, Verdict::skip);
+    return;
   }
 
-  // Registry facts are gathered before the one decision: what the cache
-  // holds, or (when the caller waits for lookups) the list of what to fetch.
-  RegistryFacts registry_facts;
-  if (context.images != nullptr && context.policy.registry.enabled) {
+  if (context.policy.registry.enabled) {
     std::string platform;
-    for (const ContainerSpec* c : gpu_containers(*workload, context.policy, context.claims)) {
+    for (const ContainerSpec* c : gpu) {
       if (c->image.empty() || context.policy.catalog_entry(c->image) != nullptr) continue;
       if (platform.empty()) {
         platform = registry_platform(workload->spec, context.fleet_platform, context.policy);
       }
-      ImageFacts::Known known = context.images->find(c->image, platform);
-      if (known.config) {
-        registry_facts.add(c->image, std::move(known.config));
-      } else if (known.pending) {
-        ImageWanted wanted{c->image, platform};
-        if (std::find(out.wanted_images.begin(), out.wanted_images.end(), wanted) ==
-            out.wanted_images.end()) {
-          out.wanted_images.push_back(std::move(wanted));
-        }
+      ImageWanted wanted{c->image, platform};
+      if (std::find(read.images.begin(), read.images.end(), wanted) == read.images.end()) {
+        read.images.push_back(std::move(wanted));
       }
     }
-    if (!out.wanted_images.empty() && context.defer_for_images) {
-      out.deferred = true;
-      return AdmissionResponse::allowed();
-    }
   }
-
-  // Candidate sets reused by each thread: no allocation proportional to the fleet.
-  thread_local CandidateScratch scratch;
-  thread_local MetadataMemo memo;
-  EvaluationInputs inputs;
-  inputs.registry = registry_facts.empty() ? nullptr : &registry_facts;
-  inputs.scratch = &scratch;
-  inputs.memo = &memo;
-  inputs.claims = context.claims;
-  auto decision = evaluate(*workload, context.inventory, context.policy, context.db, inputs);
-  if (!decision) {
-    out.verdict = std::string(to_string(Verdict::unknown));
-    const Enforcement e = enforce_input_error(decision.error(), subject_of(req), er);
-    out.decision = std::string(to_string(e.action));
-    return respond(e, nullptr);
-  }
-  out.verdict = std::string(to_string(decision->verdict));
-
-  Enforcement e = enforce(*decision, context.policy, er);
-  json patch;
-  if (e.action == EnforcementAction::patch) {
-    auto pin = [&] {
-      if constexpr (std::is_same_v<V, SimdJsonView>) {
-        return pin_affinity(object_for_patch(req.object), *workload, *decision, context.inventory,
-                            context.db, e.pin_reason, &context.policy);
-      } else {
-        return pin_affinity(document.get().object, *workload, *decision, context.inventory,
-                            context.db, e.pin_reason, &context.policy);
-      }
-    }();
-    if (pin) {
-      patch = std::move(pin->patch);
-    } else {
-      e = enforce_unpinnable(*decision, context.policy, er, pin.error().str());
-    }
-  }
-  out.decision = std::string(to_string(e.action));
-  out.record = std::move(*decision);
-  return respond(e, std::move(patch));
+  read.workload = std::move(*workload);
 }
 
-// Bodies up to this size take the fast parser; its per-thread buffers keep
+// A decoded review -> the read, whichever parser decoded it.
+template <JsonView V>
+void read_decoded(const Expected<ReviewRequest<V>>& decoded, const AdmissionContext& context,
+                  ReadReview& read) {
+  if (!decoded) {
+    bad_request(read, decoded.error().str());
+    return;
+  }
+  const ReviewRequest<V>& req = *decoded;
+  read.version = req.version;
+  read.outcome.uid = req.uid;
+  read.outcome.namespace_ = req.namespace_;
+  read.outcome.kind = req.kind;
+  read.outcome.name = req.name;
+  read.outcome.dry_run = req.dry_run;
+  if (req.operation == "CREATE" && !(req.object.valid() && req.object.is_object())) {
+    bad_request(read, "request.object: expected the object being created");
+    return;
+  }
+  try {
+    read_request(req, context, read);
+    if constexpr (std::is_same_v<V, SimdJsonView>) {
+      if (!read.answered) read.object_view = req.object;
+    }
+  } catch (const std::exception& e) {
+    answer_internal_error(read, e.what(), context.policy);
+  } catch (...) {
+    answer_internal_error(read, "unknown exception", context.policy);
+  }
+}
+
+// Bodies up to this size take the fast parser; the workspace's buffers keep
 // the capacity of the largest body seen, so larger (rare) ones take the
 // reference parser instead of growing them.
 constexpr std::size_t kFastBodyLimit = std::size_t{256} * 1024;
 
-// The hot path's parser: simdjson's, kept by each thread, reading a padded
-// body where it lies and any other through a padded copy;
-// metadata.managedFields is checked but not built.
-std::optional<SimdJsonView> parse_fast(std::string_view body, bool padded) {
-  if (body.size() > kFastBodyLimit) return std::nullopt;
-  thread_local ReviewTextParser parser(std::size_t{64} * 1024, kMaxReviewDepth);
-  return padded ? parser.parse(PaddedText{body}) : parser.parse(body);
-}
-
-// A decoded review -> the outcome, whichever parser read it.
-template <JsonView V>
-void answer(const Expected<ReviewRequest<V>>& decoded, RequestDocument& document, Endpoint endpoint,
-            Mode mode, const AdmissionContext& context, AdmissionOutcome& out) {
-  if (!decoded) {
-    bad_request(out, decoded.error().str());
-    return;
-  }
-  const ReviewRequest<V>& req = *decoded;
-  out.uid = req.uid;
-  out.namespace_ = req.namespace_;
-  out.kind = req.kind;
-  out.name = req.name;
-  out.dry_run = req.dry_run;
-  if (req.operation == "CREATE" && !(req.object.valid() && req.object.is_object())) {
-    bad_request(out, "request.object: expected the object being created");
-    return;
-  }
-
-  EnforcementRequest er{mode, endpoint, false};
-  AdmissionResponse response = [&] {
-    try {
-      return admit(req, document, er, context, out);
-    } catch (const std::exception& e) {
-      out.decision = "error";
-      return respond(enforce_internal_error(e.what(), context.policy, er), nullptr);
-    } catch (...) {
-      out.decision = "error";
-      return respond(enforce_internal_error("unknown exception", context.policy, er), nullptr);
-    }
-  }();
-  if (out.deferred) return;
-  out.body = response.serialize(req.version, req.uid, endpoint);
-}
-
-}  // namespace
-
-namespace {
-
-AdmissionOutcome handle_review(Endpoint endpoint, std::string_view mode_param,
-                               std::string_view body, bool padded, const AdmissionContext& context,
-                               ReviewParser parser) {
-  AdmissionOutcome out;
+ReadReview read_body(Endpoint endpoint, std::string_view mode_param, std::string_view body,
+                     bool padded, const AdmissionContext& context, AdmissionWorkspace& workspace,
+                     ReviewParser parser) {
+  ReadReview read;
+  read.endpoint = endpoint;
   try {
     Mode mode = context.policy.mode;
     if (!mode_param.empty()) {
       const auto parsed = parse_mode(mode_param);
       if (!parsed) {
-        return bad_request(out, "invalid mode parameter \"" +
-                                    std::string(mode_param.substr(0, 32)) +
-                                    "\": expected enforce, warn or dryrun");
+        bad_request(read, "invalid mode parameter \"" + std::string(mode_param.substr(0, 32)) +
+                              "\": expected enforce, warn or dryrun");
+        return read;
       }
       mode = *parsed;
     }
-    out.mode = std::string(to_string(mode));
+    read.outcome.mode = mode;
+    read.enforcement = EnforcementRequest{mode, endpoint, false};
 
-    if (parser == ReviewParser::fast) {
-      if (const auto root = parse_fast(body, padded)) {
-        RequestDocument document(body);
-        answer(read_review(*root), document, endpoint, mode, context, out);
-        return out;
+    if (parser == ReviewParser::fast && body.size() <= kFastBodyLimit) {
+      ReviewTextParser& text_parser = workspace.parts().parser;
+      const auto root = padded ? text_parser.parse(PaddedText{body}) : text_parser.parse(body);
+      if (root) {
+        read_decoded(read_review(*root), context, read);
+        return read;
       }
     }
     auto decoded = decode_admission_review(body);
-    if (!decoded) return bad_request(out, decoded.error().str());
-    const AdmissionRequest& req = *decoded;
+    if (!decoded) {
+      bad_request(read, decoded.error().str());
+      return read;
+    }
+    AdmissionRequest& req = *decoded;
     ReviewRequest<NlohmannView> view;
     view.version = req.version;
     view.uid = req.uid;
@@ -385,21 +347,118 @@ AdmissionOutcome handle_review(Endpoint endpoint, std::string_view mode_param,
     view.dry_run = req.dry_run;
     view.object = NlohmannView(req.object);
     view.old_object = NlohmannView(req.old_object);
-    RequestDocument document(req);
-    answer(Expected<ReviewRequest<NlohmannView>>(view), document, endpoint, mode, context, out);
-    return out;
+    read_decoded(Expected<ReviewRequest<NlohmannView>>(view), context, read);
+    if (!read.answered && endpoint == Endpoint::mutate) read.object = std::move(req.object);
+    return read;
   } catch (...) {
     // Only an allocation failure or similar reaches here: no review can be
     // built, so the API server's failurePolicy decides.
-    out = AdmissionOutcome{};
-    out.http_status = 500;
-    out.decision = "error";
-    out.body = R"({"error":"internal error while answering the review"})";
-    return out;
+    read = ReadReview{};
+    read.answered = true;
+    read.outcome.http_status = 500;
+    read.outcome.body = R"({"error":"internal error while answering the review"})";
+    return read;
   }
 }
 
+// The workload judged, enforced and pinned where the mode says so.
+void judge(ReadReview& read, const AdmissionContext& context, const RegistryFacts& registry,
+           AdmissionWorkspace& workspace) {
+  AdmissionWorkspace::Parts& parts = workspace.parts();
+  EvaluationInputs inputs;
+  inputs.registry = registry.empty() ? nullptr : &registry;
+  inputs.scratch = &parts.scratch;
+  inputs.memo = &parts.memo;
+  inputs.claims = context.claims;
+  const Workload& workload = *read.workload;
+  auto decision = evaluate(workload, context.inventory, context.policy, context.db, inputs);
+  if (!decision) {
+    read.outcome.verdict = Verdict::unknown;
+    answer_enforced(
+        read, enforce_input_error(decision.error(), subject_of(read.outcome), read.enforcement));
+    return;
+  }
+  read.outcome.verdict = decision->verdict;
+
+  Enforcement e = enforce(*decision, context.policy, read.enforcement);
+  json patch;
+  if (e.action == EnforcementAction::patch) {
+    if (read.object_view) read.object = object_for_patch(*read.object_view);
+    auto pin = pin_affinity(read.object, workload, *decision, context.inventory, context.db,
+                            e.pin_reason, &context.policy);
+    if (pin) {
+      patch = std::move(pin->patch);
+    } else {
+      e = enforce_unpinnable(*decision, context.policy, read.enforcement, pin.error().str());
+    }
+  }
+  read.outcome.record = std::move(*decision);
+  answer_enforced(read, e, std::move(patch));
+}
+
 }  // namespace
+
+std::string_view to_string(AdmissionDecision decision) {
+  switch (decision) {
+    case AdmissionDecision::allow:
+      return "allow";
+    case AdmissionDecision::deny:
+      return "deny";
+    case AdmissionDecision::warn:
+      return "warn";
+    case AdmissionDecision::patch:
+      return "patch";
+    case AdmissionDecision::error:
+      break;
+  }
+  return "error";
+}
+
+void ReadReview::detach() {
+  if (!object_view) return;
+  if (endpoint == Endpoint::mutate) object = object_for_patch(*object_view);
+  object_view.reset();
+}
+
+ReadReview read_admission(Endpoint endpoint, std::string_view mode_param, std::string_view body,
+                          const AdmissionContext& context, AdmissionWorkspace& workspace,
+                          ReviewParser parser) {
+  return read_body(endpoint, mode_param, body, false, context, workspace, parser);
+}
+
+ReadReview read_admission(Endpoint endpoint, std::string_view mode_param, PaddedText body,
+                          const AdmissionContext& context, AdmissionWorkspace& workspace,
+                          ReviewParser parser) {
+  return read_body(endpoint, mode_param, body.text, true, context, workspace, parser);
+}
+
+AdmissionOutcome& decide_admission(ReadReview& read, const AdmissionContext& context,
+                                   const RegistryFacts& registry, AdmissionWorkspace& workspace) {
+  if (!read.answered) {
+    try {
+      judge(read, context, registry, workspace);
+    } catch (const std::exception& e) {
+      answer_internal_error(read, e.what(), context.policy);
+    } catch (...) {
+      answer_internal_error(read, "unknown exception", context.policy);
+    }
+  }
+  return read.outcome;
+}
+
+AdmissionOutcome handle_admission(Endpoint endpoint, std::string_view mode_param,
+                                  std::string_view body, const AdmissionContext& context,
+                                  AdmissionWorkspace& workspace, ReviewParser parser) {
+  ReadReview read = read_admission(endpoint, mode_param, body, context, workspace, parser);
+  return std::move(decide_admission(read, context, RegistryFacts{}, workspace));
+}
+
+AdmissionOutcome handle_admission(Endpoint endpoint, std::string_view mode_param, PaddedText body,
+                                  const AdmissionContext& context, AdmissionWorkspace& workspace,
+                                  ReviewParser parser) {
+  ReadReview read = read_admission(endpoint, mode_param, body, context, workspace, parser);
+  return std::move(decide_admission(read, context, RegistryFacts{}, workspace));
+}
 
 std::string fleet_platform(const Inventory& inventory) {
   std::string platform;
@@ -452,17 +511,6 @@ std::string registry_platform(const PodSpec& spec, std::string_view fleet_platfo
                                               : fleet_platform);
   }
   return (os.empty() ? std::string("linux") : os) + "/" + arch;
-}
-
-AdmissionOutcome handle_admission(Endpoint endpoint, std::string_view mode_param,
-                                  std::string_view body, const AdmissionContext& context,
-                                  ReviewParser parser) {
-  return handle_review(endpoint, mode_param, body, false, context, parser);
-}
-
-AdmissionOutcome handle_admission(Endpoint endpoint, std::string_view mode_param, PaddedText body,
-                                  const AdmissionContext& context, ReviewParser parser) {
-  return handle_review(endpoint, mode_param, body.text, true, context, parser);
 }
 
 }  // namespace cudagate

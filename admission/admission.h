@@ -1,19 +1,37 @@
 #pragma once
-// The admission layer: an AdmissionReview body in, the HTTP answer out.
+// The admission layer: an AdmissionReview body in, the HTTP answer out, in
+// three steps that the caller runs in order:
 //
-// It decodes the review (admission.k8s.io/v1 or v1beta1), extracts the
-// workload, calls the one pure evaluate(), applies the enforcement mode, and
-// builds the response (validation verdict, warnings, audit annotations, or
-// the JSON Patch that pins a partial pod). It performs no I/O and keeps no
-// state, so the HTTP layer may call it from any thread.
-
+//   read_review(body)        parse the body once; decide what is not ours to
+//                            judge (answered at once) and read the workload,
+//                            listing the images whose configs the registry
+//                            may give (ReadReview::images)
+//   (gather)                 the caller looks those images up, as long as it
+//                            chooses to wait, into RegistryFacts
+//   decide(read, facts)      evaluate(), the enforcement mode, and the answer
+//                            (validation verdict, warnings, audit
+//                            annotations, or the JSON Patch that pins a
+//                            partial pod), as a typed AdmissionOutcome
+//
+// handle_admission() runs the three without registry facts.
+//
+// The layer performs no I/O and keeps no state of its own: the memory that
+// admissions reuse (the parser's buffers, candidate sets, the metadata memo)
+// is an AdmissionWorkspace the caller owns and lends to one admission at a
+// time. The facts (AdmissionContext) are read only, so that any thread may
+// call in with a workspace of its own.
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "admission/admission_review.h"
+#include "admission/endpoint.h"
+#include "admission/enforcement.h"
 #include "admission/padded_text.h"
+#include "admission/simd_json_view.h"
 #include "compat-db/compat_db.h"
 #include "policy/decision.h"
 #include "policy/dra.h"
@@ -24,19 +42,22 @@
 
 namespace cudagate {
 
-enum class Endpoint : unsigned char { validate, mutate };
-
-// Image configs read from registries, as far as they are known when an
-// admission is judged (a cache the caller keeps). Called from the thread
-// that calls handle_admission.
-class ImageFacts {
+// The memory admissions reuse from one to the next: the review parser's
+// buffers, the candidate sets (no allocation proportional to the fleet)
+// and the metadata memo. Not synchronised: the caller lends it to one
+// admission at a time (a server keeps one per thread that admits).
+class AdmissionWorkspace {
  public:
-  virtual ~ImageFacts() = default;
-  struct Known {
-    std::shared_ptr<const ImageConfig> config;  // null when none is known
-    bool pending = false;                       // none is known, and a lookup could give one
-  };
-  [[nodiscard]] virtual Known find(std::string_view image, std::string_view platform) = 0;
+  AdmissionWorkspace();
+  ~AdmissionWorkspace();
+  AdmissionWorkspace(const AdmissionWorkspace&) = delete;
+  AdmissionWorkspace& operator=(const AdmissionWorkspace&) = delete;
+
+  struct Parts;  // admission.cpp defines it
+  [[nodiscard]] Parts& parts() { return *parts_; }
+
+ private:
+  std::unique_ptr<Parts> parts_;
 };
 
 // The facts one admission is judged against: one consistent snapshot of the
@@ -47,13 +68,6 @@ struct AdmissionContext {
   const CompatDb& db;
   const Policy& policy;
   const Inventory& inventory;
-  // May be null: no registry facts. Asked only for GPU containers whose
-  // image the catalog does not describe, and only while registry.enabled.
-  ImageFacts* images = nullptr;
-  // When some image is pending: answer nothing yet, and list what is
-  // wanted (AdmissionOutcome::deferred), so that the caller looks it up and
-  // asks again. When false, pending images are judged without registry facts.
-  bool defer_for_images = false;
   // The platform ("linux/arm64") of every GPU node of the inventory when
   // they share one; "" otherwise. See registry_platform().
   std::string_view fleet_platform{};
@@ -62,17 +76,23 @@ struct AdmissionContext {
   const ClaimCatalog* claims = nullptr;
 };
 
-// The platform whose config a pod's images are read for: the one its
-// nodeSelector or required node affinity names (kubernetes.io/arch, and
-// kubernetes.io/os), else the fleet's single platform, else the policy's
-// registry.platform. Its candidates then run that platform's image.
 // The platform ("linux/amd64") that every GPU node of `inventory` has
 // (labels kubernetes.io/os, kubernetes.io/arch), or "" when they differ or
 // some does not say. Walks the inventory: computed once per inventory.
 [[nodiscard]] std::string fleet_platform(const Inventory& inventory);
 
+// The platform whose config a pod's images are read for: the one its
+// nodeSelector or required node affinity names (kubernetes.io/arch, and
+// kubernetes.io/os), else the fleet's single platform, else the policy's
+// registry.platform. Its candidates then run that platform's image.
 [[nodiscard]] std::string registry_platform(const PodSpec& spec, std::string_view fleet_platform,
                                             const Policy& policy);
+
+// What the admission answered: the webhook's "allow", "deny", "warn" and
+// "patch" (EnforcementAction), or "error" for a body that is not a review
+// and an internal error.
+enum class AdmissionDecision : unsigned char { allow, deny, warn, patch, error };
+[[nodiscard]] std::string_view to_string(AdmissionDecision decision);
 
 struct AdmissionOutcome {
   int http_status = 200;  // 200 with a review; 400 for a body that is not one
@@ -84,17 +104,14 @@ struct AdmissionOutcome {
   std::string namespace_;
   std::string kind;
   std::string name;
-  std::string verdict;             // "pass" ... "skip"; "" when nothing was evaluated
-  std::string decision;            // "allow", "deny", "warn", "patch", "error"
-  std::string mode;                // "enforce", "warn", "dryrun"
+  // None when nothing was evaluated (not a pod-creating change, or not a
+  // review at all), which the metrics count as a skip (docs/contract.md §2.6).
+  std::optional<Verdict> verdict;
+  AdmissionDecision decision = AdmissionDecision::error;
+  // None when the request named no valid mode.
+  std::optional<Mode> mode;
   bool dry_run = false;            // the request's own dryRun: evaluate, record nowhere
   std::optional<Decision> record;  // the decision record, when one was made
-
-  // With AdmissionContext::defer_for_images: nothing was answered (body
-  // empty) because these images' configs may still come; judge again once
-  // they are looked up.
-  bool deferred = false;
-  std::vector<ImageWanted> wanted_images;
 };
 
 // How the body is parsed: `fast` (simdjson, falling back to nlohmann::json
@@ -102,17 +119,67 @@ struct AdmissionOutcome {
 // give the same outcome; `reference` exists to test that they do.
 enum class ReviewParser : unsigned char { fast, reference };
 
-// `mode_param` is the URL's `mode` query parameter ("" when absent); it
-// overrides the policy's mode. Never throws: an internal error is answered
-// according to policy onError.
+// A review as read_admission() leaves it: answered already, or a workload
+// that decide_admission() judges.
+struct ReadReview {
+  Endpoint endpoint = Endpoint::validate;
+  ReviewVersion version = ReviewVersion::v1;
+  // The identity, mode and dryRun of the request; when `answered`, the
+  // whole answer (a body that is not a review, a request that is not ours
+  // to judge, a GPU workload whose fields cannot be read).
+  AdmissionOutcome outcome;
+  bool answered = false;
+  // The images to look up before deciding: those of GPU containers that the
+  // policy's catalog does not describe, each once, for the platform the
+  // pod's nodes run. Empty when answered or when registry lookups are off.
+  std::vector<ImageWanted> images;
+
+  // What decide_admission() reads.
+  EnforcementRequest enforcement;
+  std::optional<Workload> workload;
+  // The review's object, for /mutate's patch: a view into the workspace's
+  // document, or (read by nlohmann::json, or detached) a document of its own.
+  std::optional<SimdJsonView> object_view;
+  nlohmann::json object;
+
+  // Keeps what decide_admission() reads in memory of its own, so that the
+  // workspace may read other reviews before this one is decided (while its
+  // images are looked up).
+  void detach();
+};
+
+// Step one: the body parsed once, with `workspace`. `mode_param` is the
+// URL's `mode` ("" when absent); it overrides the policy's mode. Never
+// throws: an internal error is answered according to policy onError.
+[[nodiscard]] ReadReview read_admission(Endpoint endpoint, std::string_view mode_param,
+                                        std::string_view body, const AdmissionContext& context,
+                                        AdmissionWorkspace& workspace,
+                                        ReviewParser parser = ReviewParser::fast);
+// The same for a body followed by its padding (admission/padded_text.h),
+// which the fast parser reads where it lies.
+[[nodiscard]] ReadReview read_admission(Endpoint endpoint, std::string_view mode_param,
+                                        PaddedText body, const AdmissionContext& context,
+                                        AdmissionWorkspace& workspace,
+                                        ReviewParser parser = ReviewParser::fast);
+
+// Step three: the review judged with the registry's configs of its images
+// (those not in `registry` are judged without), against the same context
+// it was read with, once: its outcome, `read.outcome`, is returned. The
+// workspace must be the one it was read with unless it was detached.
+// Never throws.
+[[nodiscard]] AdmissionOutcome& decide_admission(ReadReview& read, const AdmissionContext& context,
+                                                 const RegistryFacts& registry,
+                                                 AdmissionWorkspace& workspace);
+
+// Read and decide, without registry facts.
 [[nodiscard]] AdmissionOutcome handle_admission(Endpoint endpoint, std::string_view mode_param,
                                                 std::string_view body,
                                                 const AdmissionContext& context,
+                                                AdmissionWorkspace& workspace,
                                                 ReviewParser parser = ReviewParser::fast);
-// The same for a body followed by its padding (server/padded_text.h), which
-// the fast parser reads where it lies.
 [[nodiscard]] AdmissionOutcome handle_admission(Endpoint endpoint, std::string_view mode_param,
                                                 PaddedText body, const AdmissionContext& context,
+                                                AdmissionWorkspace& workspace,
                                                 ReviewParser parser = ReviewParser::fast);
 
 }  // namespace cudagate

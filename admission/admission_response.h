@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "admission/admission.h"
 #include "admission/admission_review.h"
+#include "admission/endpoint.h"
 #include "types/base64.h"
 
 namespace cudagate {

@@ -29,7 +29,7 @@
 #include <utility>
 #include <vector>
 
-#include "admission/admission.h"
+#include "admission/endpoint.h"
 #include "policy/decision.h"
 #include "policy/policy.h"
 #include "types/expected.h"

@@ -13,10 +13,13 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "admission/admission.h"
 #include "admission/admission_response.h"
 #include "admission/json_write.h"
+#include "policy/metadata.h"
 #include "server/reports_endpoint.h"
 
 namespace cudagate {
@@ -150,32 +153,38 @@ std::string error_message_of(const std::string& body) {
   return "invalid request";
 }
 
-// The registry cache as the admission layer asks it: a config found, a
-// lookup worth waiting for (a miss), or nothing to wait for.
-class CachedImageFacts final : public ImageFacts {
- public:
-  explicit CachedImageFacts(RegistryClient& registry) : registry_(registry) {}
-  Known find(std::string_view image, std::string_view platform) override {
-    RegistryClient::Answer answer = registry_.cached(image, platform);
-    Known known;
-    known.config = std::move(answer.config);
-    known.pending = answer.state == RegistryClient::Answer::State::miss;
-    return known;
-  }
-
- private:
-  RegistryClient& registry_;
-};
-
-AdmissionOutcome judge(Endpoint endpoint, std::string_view mode, const HttpRequest& request,
-                       const Snapshot& snapshot, ImageFacts* images, bool defer) {
+AdmissionContext context_of(const Snapshot& snapshot) {
   AdmissionContext context{*snapshot.db, *snapshot.policy, *snapshot.inventory};
-  context.images = images;
-  context.defer_for_images = defer;
   context.fleet_platform = snapshot.fleet_platform;
   context.claims = snapshot.claims.get();
-  return handle_admission(endpoint, mode, request.body().padded(), context);
+  return context;
 }
+
+// The configs of `images` that the registry cache holds, into `facts`.
+// What is left of `images` are the ones it misses, whose lookups are worth
+// waiting for; an image the cache knows has no config to give is judged
+// without one.
+void gather_cached(RegistryClient& registry, std::vector<ImageWanted>& images,
+                   RegistryFacts& facts) {
+  std::size_t kept = 0;
+  for (ImageWanted& wanted : images) {
+    RegistryClient::Answer answer = registry.cached(wanted.image, wanted.platform);
+    if (answer.config) {
+      facts.add(std::move(wanted.image), std::move(answer.config));
+    } else if (answer.state == RegistryClient::Answer::State::miss) {
+      if (&images[kept] != &wanted) images[kept] = std::move(wanted);
+      ++kept;
+    }
+  }
+  images.resize(kept);
+}
+
+// A review read whose images are being looked up, with the configs the
+// cache held.
+struct PendingReview {
+  ReadReview read;
+  RegistryFacts facts;
+};
 
 // Longer than any valid name (253 bytes) or error message of ours.
 constexpr std::size_t kMaxLogValue = 1024;
@@ -192,14 +201,11 @@ HttpResponse record(AdmissionOutcome&& outcome, std::string_view endpoint_name,
   res.body() = std::move(outcome.body);
 
   if (outcome.dry_run) return res;
-  auto or_else = [](const std::string& value, std::string_view fallback) {
-    return value.empty() ? fallback : std::string_view(value);
-  };
   // A request that was not judged (not a pod-creating change, or not a
   // review at all) is a skip, as docs/contract.md §2.6 names it.
-  const std::string_view verdict = or_else(outcome.verdict, "skip");
-  const std::string_view decision = or_else(outcome.decision, "error");
-  const std::string_view effective_mode = or_else(outcome.mode, "none");
+  const std::string_view verdict = to_string(outcome.verdict.value_or(Verdict::skip));
+  const std::string_view decision = to_string(outcome.decision);
+  const std::string_view effective_mode = outcome.mode ? to_string(*outcome.mode) : "none";
   metrics.admission(endpoint_name, verdict, decision, effective_mode, seconds);
   if (outcome.record) {
     count_record(*outcome.record, decision, metrics);
@@ -258,11 +264,16 @@ std::string_view endpoint_name(Endpoint endpoint) {
 }
 
 HttpResponse admit(const AdmissionPath& admission, std::string_view query,
-                   const HttpRequest& request, const ServerState& state, WebhookMetrics& metrics) {
+                   const HttpRequest& request, const ServerState& state, WebhookMetrics& metrics,
+                   AdmissionWorkspaces& workspaces) {
   const auto start = std::chrono::steady_clock::now();
   const auto snapshot = state.snapshot();
   const std::string mode = admission_mode(admission, query);
-  return record(judge(admission.endpoint, mode, request, *snapshot, nullptr, false),
+  const auto workspace = workspaces.acquire();
+  const AdmissionContext context = context_of(*snapshot);
+  ReadReview read =
+      read_admission(admission.endpoint, mode, request.body().padded(), context, *workspace);
+  return record(std::move(decide_admission(read, context, RegistryFacts{}, *workspace)),
                 endpoint_name(admission.endpoint), request, state, metrics, start);
 }
 
@@ -280,10 +291,10 @@ std::optional<AdmissionPath> admission_endpoint(const HttpRequest& request) {
 }  // namespace
 
 void route(const HttpRequest& request, const ServerState& state, WebhookMetrics& metrics,
-           RegistryClient* registry, Responder respond) {
+           AdmissionWorkspaces& workspaces, RegistryClient* registry, Responder respond) {
   const auto endpoint = admission_endpoint(request);
   if (registry == nullptr || !endpoint) {
-    respond(route(request, state, metrics));
+    respond(route(request, state, metrics, workspaces));
     return;
   }
   const auto start = std::chrono::steady_clock::now();
@@ -294,26 +305,39 @@ void route(const HttpRequest& request, const ServerState& state, WebhookMetrics&
       admission_mode(*endpoint, question == std::string_view::npos ? std::string_view{}
                                                                    : target.substr(question + 1));
   auto snapshot = state.snapshot();
-  CachedImageFacts facts(*registry);
-  AdmissionOutcome outcome = judge(endpoint->endpoint, mode, request, *snapshot, &facts, true);
-  if (!outcome.deferred) {
-    respond(record(std::move(outcome), name, request, state, metrics, start));
+  const AdmissionContext context = context_of(*snapshot);
+  // Read: the body parsed once, into the workload and the images it runs.
+  auto workspace = workspaces.acquire();
+  ReadReview read =
+      read_admission(endpoint->endpoint, mode, request.body().padded(), context, *workspace);
+  // Gather: what the registry cache holds of those images.
+  RegistryFacts facts;
+  gather_cached(*registry, read.images, facts);
+  if (read.images.empty()) {
+    // Decide.
+    respond(record(std::move(decide_admission(read, context, facts, *workspace)), name, request,
+                   state, metrics, start));
     return;
   }
   // Some image is not cached: look it up within the policy's budget, then
-  // judge once more with what came (the rest stays unknown, and its lookup
-  // goes on to fill the cache).
+  // decide with what came (the rest stays unknown, and its lookup goes on
+  // to fill the cache). The workspace serves other admissions meanwhile.
+  read.detach();
+  auto pending = std::make_shared<PendingReview>(PendingReview{std::move(read), std::move(facts)});
   const auto budget = snapshot->policy->registry.timeout;
-  registry->lookup(outcome.wanted_images, budget,
-                   [&request, &state, &metrics, registry, respond = std::move(respond), start, name,
-                    endpoint = endpoint->endpoint, mode, snapshot = std::move(snapshot)] {
-                     CachedImageFacts after(*registry);
-                     respond(record(judge(endpoint, mode, request, *snapshot, &after, false), name,
-                                    request, state, metrics, start));
+  registry->lookup(pending->read.images, budget,
+                   [&request, &state, &metrics, &workspaces, registry, respond = std::move(respond),
+                    start, name, pending, snapshot = std::move(snapshot)] {
+                     gather_cached(*registry, pending->read.images, pending->facts);
+                     const auto lent = workspaces.acquire();
+                     respond(record(std::move(decide_admission(pending->read, context_of(*snapshot),
+                                                               pending->facts, *lent)),
+                                    name, request, state, metrics, start));
                    });
 }
 
-HttpResponse route(const HttpRequest& request, const ServerState& state, WebhookMetrics& metrics) {
+HttpResponse route(const HttpRequest& request, const ServerState& state, WebhookMetrics& metrics,
+                   AdmissionWorkspaces& workspaces) {
   const std::string_view target = request.target();
   const auto question = target.find('?');
   const std::string_view path = target.substr(0, question);
@@ -330,7 +354,7 @@ HttpResponse route(const HttpRequest& request, const ServerState& state, Webhook
                             : "unsupported Content-Type \"" + std::string(content_type) +
                                   "\"; expected application/json");
     }
-    return admit(*admission, query, request, state, metrics);
+    return admit(*admission, query, request, state, metrics, workspaces);
   }
   if (path == "/healthz") {
     if (request.method() != http::verb::get) return method_not_allowed("GET");

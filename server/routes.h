@@ -26,10 +26,11 @@
 // duration_ms), unless the request is the API server's dryRun, which is
 // evaluated and recorded nowhere. Request bodies are never logged.
 //
-// route() is safe to call concurrently from any thread; `state` and
-// `metrics` must outlive the calls.
+// route() is safe to call concurrently from any thread; `state`, `metrics`
+// and `workspaces` (the memory admissions reuse) must outlive the calls.
 
 #include "registry/registry_client.h"
+#include "server/admission_workspaces.h"
 #include "server/metrics.h"
 #include "server/state.h"
 #include "server/tls_server.h"
@@ -37,15 +38,16 @@
 namespace cudagate {
 
 [[nodiscard]] HttpResponse route(const HttpRequest& request, const ServerState& state,
-                                 WebhookMetrics& metrics);
+                                 WebhookMetrics& metrics, AdmissionWorkspaces& workspaces);
 
-// The same, with image configs from `registry` (may be null: none): an
-// admission whose GPU images are cached is answered at once; one that
-// misses waits for their lookups up to the policy's registry.timeout, then
-// is judged with what came, the rest unknown (docs/contract.md §6). `respond` is
-// called once; `request`, `state`, `metrics` and `registry` must stay valid
-// until then.
+// The same, with image configs from `registry` (may be null: none), in the
+// admission layer's three steps: the review is read once; the configs of
+// its images are gathered from the registry cache and, for those it misses,
+// looked up for as long as the policy's registry.timeout allows; the review
+// is decided with what came, the rest unknown (docs/contract.md §6).
+// `respond` is called once; `request`, `state`, `metrics`, `workspaces` and
+// `registry` must stay valid until then.
 void route(const HttpRequest& request, const ServerState& state, WebhookMetrics& metrics,
-           RegistryClient* registry, Responder respond);
+           AdmissionWorkspaces& workspaces, RegistryClient* registry, Responder respond);
 
 }  // namespace cudagate

@@ -381,10 +381,11 @@ std::optional<Error> serve(const ServeSettings& settings) {
   // Registry lookups run on the same threads as the sessions, asynchronously.
   RegistryClient registry(ioc, &metrics);
   if (auto error = registry.configure(facts.policy->registry)) return error;
+  AdmissionWorkspaces workspaces;
   TlsServer server(
       ioc, threads, certs, settings.limits,
-      [&state, &metrics, &registry](const HttpRequest& request, Responder respond) {
-        route(request, state, metrics, &registry, std::move(respond));
+      [&state, &metrics, &workspaces, &registry](const HttpRequest& request, Responder respond) {
+        route(request, state, metrics, workspaces, &registry, std::move(respond));
       },
       &metrics);
   if (auto error = server.listen(settings.endpoint)) return error;

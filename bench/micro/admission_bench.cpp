@@ -174,14 +174,15 @@ void BM_HandleAdmission(benchmark::State& state, Endpoint endpoint, const std::s
   const Inventory& inv = inventory(static_cast<int>(state.range(0)));
   const Policy policy;
   const AdmissionContext context{db(), policy, inv};
+  AdmissionWorkspace workspace;
   std::string decision;
   for (auto _ : state) {
-    AdmissionOutcome outcome = handle_admission(endpoint, "", *text, context);
+    AdmissionOutcome outcome = handle_admission(endpoint, "", *text, context, workspace);
     if (outcome.http_status != 200) {
       state.SkipWithError(outcome.body.c_str());
       return;
     }
-    decision = outcome.decision;
+    decision = to_string(outcome.decision);
     benchmark::DoNotOptimize(outcome);
   }
   state.SetLabel(decision);

@@ -29,6 +29,13 @@ using test_support::fleet;
 
 using nlohmann::json;
 
+// One workspace for every admission of these tests, as a server thread
+// keeps one from admission to admission.
+AdmissionWorkspace& workspace() {
+  static AdmissionWorkspace shared;
+  return shared;
+}
+
 json review(const std::string& name) {
   return json::parse(fixture(name));
 }
@@ -85,7 +92,7 @@ struct Call {
 Call call(Endpoint endpoint, const json& sent, std::string_view mode = "",
           const Policy& policy = Policy{}) {
   const AdmissionContext context{db(), policy, fleet()};
-  Call c{handle_admission(endpoint, mode, sent.dump(), context), {}};
+  Call c{handle_admission(endpoint, mode, sent.dump(), context, workspace()), {}};
   c.response = check_contract(c.outcome, sent, endpoint);
   return c;
 }
@@ -115,7 +122,8 @@ class BadInput : public testing::TestWithParam<BadRow> {};
 
 TEST_P(BadInput, Is400WithAnErrorBody) {
   const AdmissionContext context{db(), Policy{}, fleet()};
-  const auto out = handle_admission(Endpoint::validate, GetParam().mode, GetParam().body, context);
+  const auto out =
+      handle_admission(Endpoint::validate, GetParam().mode, GetParam().body, context, workspace());
   EXPECT_EQ(out.http_status, 400);
   EXPECT_EQ(out.content_type, "application/json");
   const json body = json::parse(out.body);
@@ -163,9 +171,9 @@ TEST(Admission, Cuda124OnDriver535IsDenied) {
   EXPECT_NE(message(c).find("upgrade the driver to 550.54.14 or newer"), std::string::npos);
   EXPECT_EQ(c.response["auditAnnotations"]["verdict"], "fail");
   EXPECT_TRUE(c.response["auditAnnotations"].contains("cuda-driver"));
-  EXPECT_EQ(c.outcome.verdict, "fail");
-  EXPECT_EQ(c.outcome.decision, "deny");
-  EXPECT_EQ(c.outcome.mode, "enforce");
+  EXPECT_EQ(c.outcome.verdict, Verdict::fail);
+  EXPECT_EQ(c.outcome.decision, AdmissionDecision::deny);
+  EXPECT_EQ(c.outcome.mode, Mode::enforce);
   EXPECT_EQ(c.outcome.namespace_, "ml");
   EXPECT_EQ(c.outcome.kind, "Pod");
   EXPECT_EQ(c.outcome.name, "trainer-0");
@@ -183,8 +191,8 @@ TEST(Admission, WarnModeAllowsWithWarnings) {
   ASSERT_TRUE(c.response.contains("warnings"));
   EXPECT_EQ(c.response["warnings"][0], "cudagate: this pod would be denied in enforce mode");
   EXPECT_NE(c.response["warnings"].dump().find("550.54.14"), std::string::npos);
-  EXPECT_EQ(c.outcome.decision, "warn");
-  EXPECT_EQ(c.outcome.mode, "warn");
+  EXPECT_EQ(c.outcome.decision, AdmissionDecision::warn);
+  EXPECT_EQ(c.outcome.mode, Mode::warn);
 }
 
 TEST(Admission, DryrunOnlyRecords) {
@@ -195,8 +203,8 @@ TEST(Admission, DryrunOnlyRecords) {
       EXPECT_FALSE(c.response.contains("warnings")) << name;
       EXPECT_FALSE(c.response.contains("patch")) << name;
       EXPECT_EQ(c.response["auditAnnotations"]["mode"], "dryrun");
-      EXPECT_EQ(c.outcome.decision, "allow");
-      EXPECT_EQ(c.outcome.mode, "dryrun");
+      EXPECT_EQ(c.outcome.decision, AdmissionDecision::allow);
+      EXPECT_EQ(c.outcome.mode, Mode::dryrun);
       EXPECT_TRUE(c.outcome.record.has_value());
     }
   }
@@ -220,8 +228,8 @@ TEST(Admission, Arch80IsPinnedToTheA100s) {
   const json sent = review("pod-arch80.json");
   const Call c = call(Endpoint::mutate, sent);
   ASSERT_TRUE(c.response.contains("patch")) << c.response.dump();
-  EXPECT_EQ(c.outcome.verdict, "partial");
-  EXPECT_EQ(c.outcome.decision, "patch");
+  EXPECT_EQ(c.outcome.verdict, Verdict::partial);
+  EXPECT_EQ(c.outcome.decision, AdmissionDecision::patch);
   EXPECT_NE(c.response["auditAnnotations"]["pinned"].get<std::string>().find("4 of 8"),
             std::string::npos);
 
@@ -234,7 +242,7 @@ TEST(Admission, Arch80IsPinnedToTheA100s) {
             std::string::npos);
   const Call second = call(Endpoint::mutate, again);
   EXPECT_FALSE(second.response.contains("patch"));
-  EXPECT_EQ(second.outcome.verdict, "pass");
+  EXPECT_EQ(second.outcome.verdict, Verdict::pass);
   ASSERT_TRUE(second.outcome.record.has_value());
   EXPECT_EQ(second.outcome.record->candidates, 4U);
   EXPECT_EQ(second.outcome.record->compatible, 4U);
@@ -263,7 +271,7 @@ TEST(Admission, ExistingAffinityIsKeptAndAnded) {
                 ["preferredDuringSchedulingIgnoredDuringExecution"]);
   const Call second = call(Endpoint::mutate, again);
   EXPECT_FALSE(second.response.contains("patch"));
-  EXPECT_EQ(second.outcome.verdict, "pass");
+  EXPECT_EQ(second.outcome.verdict, Verdict::pass);
 }
 
 TEST(Admission, PartialPodOnValidate) {
@@ -307,7 +315,7 @@ TEST(Admission, DeploymentIsWarnedThenPinned) {
       patched["spec"]["template"]["metadata"]["annotations"];
   const Call p = call(Endpoint::mutate, pod);
   EXPECT_FALSE(p.response.contains("patch"));
-  EXPECT_EQ(p.outcome.verdict, "pass");
+  EXPECT_EQ(p.outcome.verdict, Verdict::pass);
 }
 
 TEST(Admission, CronJobV1beta1) {
@@ -325,11 +333,11 @@ TEST(Admission, CronJobUpdateOnlyWhenTheTemplateChanges) {
   sent["request"]["operation"] = "UPDATE";
   sent["request"]["oldObject"] = sent["request"]["object"];
   sent["request"]["object"]["spec"]["schedule"] = "0 3 * * *";
-  EXPECT_EQ(call(Endpoint::mutate, sent).outcome.verdict, "");
+  EXPECT_EQ(call(Endpoint::mutate, sent).outcome.verdict, std::nullopt);
   sent["request"]["object"]["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
       ["image"] = "registry.example.com/ml/train:2024.06";
   const Call changed = call(Endpoint::mutate, sent);
-  EXPECT_EQ(changed.outcome.verdict, "partial");
+  EXPECT_EQ(changed.outcome.verdict, Verdict::partial);
   EXPECT_TRUE(changed.response.contains("patch"));
 }
 
@@ -349,7 +357,7 @@ TEST(Admission, DeploymentUpdate) {
   env[1]["value"] = "7.5;8.0";
   const Call changed = call(Endpoint::validate, sent);
   EXPECT_FALSE(changed.response["allowed"].get<bool>());
-  EXPECT_EQ(changed.outcome.verdict, "fail");
+  EXPECT_EQ(changed.outcome.verdict, Verdict::fail);
 }
 
 TEST(Admission, UntouchedRequests) {
@@ -360,13 +368,13 @@ TEST(Admission, UntouchedRequests) {
     EXPECT_FALSE(c.response.contains("auditAnnotations"));
     EXPECT_FALSE(c.response.contains("patch"));
     EXPECT_FALSE(c.outcome.record.has_value());
-    EXPECT_EQ(c.outcome.decision, "allow");
+    EXPECT_EQ(c.outcome.decision, AdmissionDecision::allow);
     return c;
   };
   json update = review("pod-cuda124.json");
   update["request"]["operation"] = "UPDATE";
   update["request"]["oldObject"] = update["request"]["object"];
-  EXPECT_EQ(untouched(update).outcome.verdict, "");
+  EXPECT_EQ(untouched(update).outcome.verdict, std::nullopt);
 
   json del = review("pod-cuda124.json");
   del["request"]["operation"] = "DELETE";
@@ -399,9 +407,9 @@ TEST(Admission, UntouchedRequests) {
   json excluded = review("pod-cuda124.json");
   excluded["request"]["namespace"] = "kube-system";
   excluded["request"]["object"]["metadata"]["namespace"] = "kube-system";
-  EXPECT_EQ(untouched(excluded).outcome.verdict, "skip");
+  EXPECT_EQ(untouched(excluded).outcome.verdict, Verdict::skip);
 
-  EXPECT_EQ(untouched(review("pod-cpu.json")).outcome.verdict, "skip");
+  EXPECT_EQ(untouched(review("pod-cpu.json")).outcome.verdict, Verdict::skip);
 }
 
 TEST(Admission, ExcludedNamespacesFollowThePolicy) {
@@ -409,7 +417,7 @@ TEST(Admission, ExcludedNamespacesFollowThePolicy) {
   policy.exclude_namespaces = {"ml"};
   const Call c = call(Endpoint::validate, review("pod-cuda124.json"), "", policy);
   EXPECT_TRUE(c.response["allowed"].get<bool>());
-  EXPECT_EQ(c.outcome.verdict, "skip");
+  EXPECT_EQ(c.outcome.verdict, Verdict::skip);
 }
 
 TEST(Admission, RequestDryRunIsEvaluatedAndFlagged) {
@@ -418,7 +426,7 @@ TEST(Admission, RequestDryRunIsEvaluatedAndFlagged) {
   const Call c = call(Endpoint::validate, sent);
   EXPECT_TRUE(c.outcome.dry_run);
   EXPECT_FALSE(c.response["allowed"].get<bool>());
-  EXPECT_EQ(c.outcome.verdict, "fail");
+  EXPECT_EQ(c.outcome.verdict, Verdict::fail);
 }
 
 TEST(Admission, WrongFieldTypesAreTheUsersInput) {
@@ -428,8 +436,8 @@ TEST(Admission, WrongFieldTypesAreTheUsersInput) {
   EXPECT_EQ(enforced.response["status"]["code"], 403);
   EXPECT_NE(message(enforced).find("nvidia.com/gpu"), std::string::npos) << message(enforced);
   EXPECT_NE(message(enforced).find("Pod \"ml/broken-0\""), std::string::npos);
-  EXPECT_EQ(enforced.outcome.verdict, "unknown");
-  EXPECT_EQ(enforced.outcome.decision, "deny");
+  EXPECT_EQ(enforced.outcome.verdict, Verdict::unknown);
+  EXPECT_EQ(enforced.outcome.decision, AdmissionDecision::deny);
 
   const Call warned = call(Endpoint::validate, sent, "warn");
   EXPECT_TRUE(warned.response["allowed"].get<bool>());
@@ -489,8 +497,8 @@ TEST(Admission, NotOursToJudgeIsAdmittedUntouched) {
       EXPECT_TRUE(c.response["allowed"].get<bool>()) << c.response.dump();
       EXPECT_FALSE(c.response.contains("warnings"));
       EXPECT_FALSE(c.response.contains("patch"));
-      EXPECT_EQ(c.outcome.verdict, "skip");
-      EXPECT_EQ(c.outcome.decision, "allow");
+      EXPECT_EQ(c.outcome.verdict, Verdict::skip);
+      EXPECT_EQ(c.outcome.decision, AdmissionDecision::allow);
     }
   }
 }
@@ -506,7 +514,7 @@ TEST(Admission, GpuPodsAreJudgedOnWhatADecisionReads) {
     edit(sent);
     const Call c = call(Endpoint::validate, sent);
     EXPECT_FALSE(c.response["allowed"].get<bool>());
-    EXPECT_EQ(c.outcome.verdict, "fail") << message(c);
+    EXPECT_EQ(c.outcome.verdict, Verdict::fail) << message(c);
     EXPECT_NE(message(c).find("CUDA 12.4"), std::string::npos) << message(c);
   }
   // A field a decision reads, malformed: denied with the field named.
@@ -526,7 +534,7 @@ TEST(Admission, GpuPodsAreJudgedOnWhatADecisionReads) {
     row.edit(sent);
     const Call c = call(Endpoint::validate, sent);
     EXPECT_FALSE(c.response["allowed"].get<bool>());
-    EXPECT_EQ(c.outcome.verdict, "unknown");
+    EXPECT_EQ(c.outcome.verdict, Verdict::unknown);
     EXPECT_NE(message(c).find(row.field), std::string::npos) << message(c);
   }
 }
@@ -545,11 +553,11 @@ TEST(Admission, EmptyInventoryHasNoCandidates) {
   const Policy policy;
   const AdmissionContext context{db(), policy, empty};
   const json sent = review("pod-cuda124.json");
-  const auto out = handle_admission(Endpoint::validate, "", sent.dump(), context);
+  const auto out = handle_admission(Endpoint::validate, "", sent.dump(), context, workspace());
   const json r = check_contract(out, sent, Endpoint::validate);
   EXPECT_TRUE(r["allowed"].get<bool>());  // noCandidates: warn
-  EXPECT_EQ(out.verdict, "no-candidates");
-  EXPECT_EQ(out.decision, "warn");
+  EXPECT_EQ(out.verdict, Verdict::no_candidates);
+  EXPECT_EQ(out.decision, AdmissionDecision::warn);
 }
 
 TEST(Admission, SharedCaptureShapesAreAnswered) {
@@ -566,32 +574,18 @@ TEST(Admission, SharedCaptureShapesAreAnswered) {
   }
 }
 
-// --- registry facts: gathered before the decision, or asked for ---
+// --- registry facts: the images listed when read, their configs given to the decision ---
 
-// A cache with one config, answering "pending" for every other image.
-class OneImageCache final : public ImageFacts {
- public:
-  OneImageCache(std::string image, std::shared_ptr<const ImageConfig> config)
-      : image_(std::move(image)), config_(std::move(config)) {}
-  Known find(std::string_view image, std::string_view platform) override {
-    asked.emplace_back(image, platform);
-    if (image == image_ && config_ != nullptr) return Known{config_, false};
-    return Known{nullptr, pending_for_others};
-  }
-  bool pending_for_others = true;
-  std::vector<std::pair<std::string, std::string>> asked;
+ReadReview read_with(const json& sent, const Policy& policy = Policy{},
+                     Endpoint endpoint = Endpoint::validate) {
+  const AdmissionContext context{db(), policy, fleet()};
+  return read_admission(endpoint, "", sent.dump(), context, workspace());
+}
 
- private:
-  std::string image_;
-  std::shared_ptr<const ImageConfig> config_;
-};
-
-AdmissionOutcome admit_with(const json& sent, ImageFacts& facts, bool defer,
-                            const Policy& policy = Policy{}) {
-  AdmissionContext context{db(), policy, fleet()};
-  context.images = &facts;
-  context.defer_for_images = defer;
-  return handle_admission(Endpoint::validate, "", sent.dump(), context);
+AdmissionOutcome decide_with(ReadReview read, const RegistryFacts& facts,
+                             const Policy& policy = Policy{}) {
+  const AdmissionContext context{db(), policy, fleet()};
+  return std::move(decide_admission(read, context, facts, workspace()));
 }
 
 json without_pod_env(json sent) {
@@ -599,30 +593,28 @@ json without_pod_env(json sent) {
   return sent;
 }
 
-TEST(RegistryFacts, AMissedImageIsAskedForInsteadOfJudged) {
+TEST(RegistryFacts, TheImagesToLookUpAreListedWhenRead) {
   const json sent = without_pod_env(review("pod-cuda124.json"));
-  OneImageCache cache("", nullptr);
-  const AdmissionOutcome deferred = admit_with(sent, cache, true);
-  EXPECT_TRUE(deferred.deferred);
-  EXPECT_TRUE(deferred.body.empty());
-  ASSERT_EQ(deferred.wanted_images.size(), 1U);
-  EXPECT_EQ(deferred.wanted_images[0].image, "registry.example.com/ml/train:2024.05");
-  EXPECT_EQ(deferred.wanted_images[0].platform, "linux/amd64");
+  ReadReview read = read_with(sent);
+  EXPECT_FALSE(read.answered);
+  EXPECT_TRUE(read.outcome.body.empty());
+  ASSERT_EQ(read.images.size(), 1U);
+  EXPECT_EQ(read.images[0].image, "registry.example.com/ml/train:2024.05");
+  EXPECT_EQ(read.images[0].platform, "linux/amd64");
 
-  // Judged without the config once the caller stops waiting.
-  const AdmissionOutcome judged = admit_with(sent, cache, false);
-  EXPECT_FALSE(judged.deferred);
+  // Judged without the config when none came.
+  const AdmissionOutcome judged = decide_with(std::move(read), RegistryFacts{});
   check_contract(judged, sent, Endpoint::validate);
-  EXPECT_EQ(judged.verdict, "unknown");
+  EXPECT_EQ(judged.verdict, Verdict::unknown);
 }
 
-TEST(RegistryFacts, ACachedConfigIsTheImagesEnvironment) {
+TEST(RegistryFacts, AGatheredConfigIsTheImagesEnvironment) {
   const json sent = without_pod_env(review("pod-cuda124.json"));
   auto config = std::make_shared<const ImageConfig>(ImageConfig{
       {{"CUDA_VERSION", "12.4.1"}, {"NVIDIA_REQUIRE_CUDA", "cuda>=12.4"}}, {}, "sha256:abc"});
-  OneImageCache cache("registry.example.com/ml/train:2024.05", config);
-  const AdmissionOutcome out = admit_with(sent, cache, true);
-  EXPECT_FALSE(out.deferred);
+  RegistryFacts facts;
+  facts.add("registry.example.com/ml/train:2024.05", config);
+  const AdmissionOutcome out = decide_with(read_with(sent), facts);
   ASSERT_TRUE(out.record);
   EXPECT_EQ(out.record->containers[0].cuda.source, "registry");
   EXPECT_EQ(out.record->containers[0].cuda.value, "12.4");
@@ -630,25 +622,49 @@ TEST(RegistryFacts, ACachedConfigIsTheImagesEnvironment) {
   EXPECT_EQ(out.verdict, call(Endpoint::validate, review("pod-cuda124.json")).outcome.verdict);
 }
 
-TEST(RegistryFacts, NothingIsAskedForPodsWithoutGpusCatalogImagesOrWhenDisabled) {
-  OneImageCache cache("", nullptr);
-  EXPECT_FALSE(admit_with(review("pod-cpu.json"), cache, true).deferred);
-  EXPECT_TRUE(cache.asked.empty());
+TEST(RegistryFacts, NothingIsListedForPodsWithoutGpusCatalogImagesOrWhenDisabled) {
+  const ReadReview cpu = read_with(review("pod-cpu.json"));
+  EXPECT_TRUE(cpu.answered);
+  EXPECT_TRUE(cpu.images.empty());
+  EXPECT_EQ(cpu.outcome.verdict, Verdict::skip);
 
   Policy catalog;
   catalog.images.push_back(CatalogEntry{"registry.example.com/ml/*", "12.1", "8.0", std::nullopt});
-  EXPECT_FALSE(admit_with(review("pod-cuda124.json"), cache, true, catalog).deferred);
-  EXPECT_TRUE(cache.asked.empty());
+  EXPECT_TRUE(read_with(review("pod-cuda124.json"), catalog).images.empty());
 
   Policy disabled;
   disabled.registry.enabled = false;
-  EXPECT_FALSE(admit_with(review("pod-cuda124.json"), cache, true, disabled).deferred);
-  EXPECT_TRUE(cache.asked.empty());
+  EXPECT_TRUE(read_with(review("pod-cuda124.json"), disabled).images.empty());
+}
 
-  // An image with nothing to wait for (a failed lookup) is judged at once.
-  cache.pending_for_others = false;
-  EXPECT_FALSE(admit_with(review("pod-cuda124.json"), cache, true).deferred);
-  EXPECT_EQ(cache.asked.size(), 1U);
+// While its images are looked up, a read review is detached and its
+// workspace reads others: the decision is the one made without waiting,
+// from the one parse, the patch of /mutate included.
+TEST(RegistryFacts, ADetachedReviewIsDecidedAfterTheWorkspaceReadsOthers) {
+  for (const Endpoint endpoint : {Endpoint::validate, Endpoint::mutate}) {
+    for (const char* name : {"pod-cuda124.json", "pod-arch80.json"}) {
+      const json sent = review(name);
+      const AdmissionOutcome at_once = decide_with(read_with(sent, Policy{}, endpoint), {});
+      ReadReview read = read_with(sent, Policy{}, endpoint);
+      read.detach();
+      EXPECT_FALSE(read.object_view.has_value());
+      const AdmissionOutcome between = call(endpoint, review("pod-cpu.json")).outcome;
+      EXPECT_EQ(between.verdict, Verdict::skip);
+      const AdmissionOutcome later = decide_with(std::move(read), {});
+      EXPECT_EQ(later.body, at_once.body) << name;
+      EXPECT_EQ(later.verdict, at_once.verdict) << name;
+      EXPECT_EQ(later.decision, at_once.decision) << name;
+    }
+    const AdmissionOutcome pinned = decide_with(
+        [&] {
+          ReadReview read = read_with(review("pod-arch80.json"), Policy{}, endpoint);
+          read.detach();
+          return read;
+        }(),
+        {});
+    EXPECT_EQ(pinned.decision,
+              endpoint == Endpoint::mutate ? AdmissionDecision::patch : AdmissionDecision::deny);
+  }
 }
 
 TEST(RegistryPlatform, ThePodsArchitectureElseTheFleetsElseThePolicys) {

@@ -203,9 +203,10 @@ TEST(ReviewText, BrokenManagedFieldsGetTheReferenceError) {
   const Policy policy;
   const AdmissionContext context{test_support::db(), policy, fleet};
   const std::string body = review_with(R"([{"a":"x\qy"}])");
-  const AdmissionOutcome fast = handle_admission(Endpoint::validate, "", body, context);
+  AdmissionWorkspace workspace;
+  const AdmissionOutcome fast = handle_admission(Endpoint::validate, "", body, context, workspace);
   const AdmissionOutcome reference =
-      handle_admission(Endpoint::validate, "", body, context, ReviewParser::reference);
+      handle_admission(Endpoint::validate, "", body, context, workspace, ReviewParser::reference);
   EXPECT_EQ(fast.http_status, 400);
   EXPECT_EQ(fast.body, reference.body);
 }

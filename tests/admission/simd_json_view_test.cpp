@@ -390,18 +390,19 @@ TEST(HandleAdmission, FastAndReferenceParsersAgree) {
   const std::vector<std::pair<const Policy*, std::string>> policies = {{nullptr, ""},
                                                                        {&warn, "warn"}};
   const Policy enforce;
+  AdmissionWorkspace workspace;
   for (const std::string& body : review_bodies()) {
     for (const auto endpoint : {Endpoint::validate, Endpoint::mutate}) {
       for (const auto& [policy, mode] : policies) {
         const AdmissionContext context{db(), policy == nullptr ? enforce : *policy, fleet()};
         const AdmissionOutcome fast =
-            handle_admission(endpoint, mode, body, context, ReviewParser::fast);
+            handle_admission(endpoint, mode, body, context, workspace, ReviewParser::fast);
         const AdmissionOutcome reference =
-            handle_admission(endpoint, mode, body, context, ReviewParser::reference);
+            handle_admission(endpoint, mode, body, context, workspace, ReviewParser::reference);
         // The body as the server holds it, read where it lies.
         const PaddedString held(body);
         const AdmissionOutcome in_place =
-            handle_admission(endpoint, mode, held.padded(), context, ReviewParser::fast);
+            handle_admission(endpoint, mode, held.padded(), context, workspace, ReviewParser::fast);
         const std::string what = body.substr(0, 200);
         EXPECT_EQ(in_place.http_status, reference.http_status) << what;
         EXPECT_EQ(in_place.body, reference.body) << what;

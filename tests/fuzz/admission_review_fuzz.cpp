@@ -214,11 +214,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   static const cudagate::Policy policy;
   const cudagate::AdmissionContext context{db(), policy, fleet()};
   const bool no_gpu = asks_for_no_gpu(body);
+  static cudagate::AdmissionWorkspace workspace;
   for (const auto endpoint : {cudagate::Endpoint::validate, cudagate::Endpoint::mutate}) {
-    const cudagate::AdmissionOutcome fast =
-        cudagate::handle_admission(endpoint, "", body, context, cudagate::ReviewParser::fast);
-    const cudagate::AdmissionOutcome reference =
-        cudagate::handle_admission(endpoint, "", body, context, cudagate::ReviewParser::reference);
+    const cudagate::AdmissionOutcome fast = cudagate::handle_admission(
+        endpoint, "", body, context, workspace, cudagate::ReviewParser::fast);
+    const cudagate::AdmissionOutcome reference = cudagate::handle_admission(
+        endpoint, "", body, context, workspace, cudagate::ReviewParser::reference);
     if (fast.http_status != 200 && fast.http_status != 400) std::abort();
     if (!nlohmann::json::accept(fast.body)) std::abort();
     if (fast.http_status != reference.http_status || fast.body != reference.body ||

@@ -33,11 +33,12 @@ class ReportsEndpointTest : public ::testing::Test {
 
   HttpResponse get(const std::string& target) {
     HttpRequest request{http::verb::get, target, 11};
-    return route(request, *state_, metrics_);
+    return route(request, *state_, metrics_, workspaces_);
   }
 
   std::unique_ptr<ServerState> state_;
   WebhookMetrics metrics_{"test", "test"};
+  AdmissionWorkspaces workspaces_;
 };
 
 TEST_F(ReportsEndpointTest, JsonByDefaultAndByNamespace) {
@@ -72,7 +73,7 @@ TEST_F(ReportsEndpointTest, UnknownFormatAndWrongMethod) {
   EXPECT_EQ(res.result(), http::status::bad_request);
   EXPECT_NE(res.body().find("unknown format \\\"xml\\\""), std::string::npos) << res.body();
   HttpRequest post{http::verb::post, "/reports", 11};
-  EXPECT_EQ(route(post, *state_, metrics_).result(), http::status::method_not_allowed);
+  EXPECT_EQ(route(post, *state_, metrics_, workspaces_).result(), http::status::method_not_allowed);
 }
 
 }  // namespace

@@ -54,11 +54,12 @@ class RoutesTest : public ::testing::Test {
     if (!content_type.empty()) request.set(http::field::content_type, content_type);
     request.body() = body;
     request.prepare_payload();
-    return route(request, *state_, metrics_);
+    return route(request, *state_, metrics_, workspaces_);
   }
 
   std::unique_ptr<ServerState> state_;
   WebhookMetrics metrics_{"test", "rev"};
+  AdmissionWorkspaces workspaces_;
 };
 
 TEST_F(RoutesTest, MethodPathAndContentType) {
