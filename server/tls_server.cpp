@@ -1,9 +1,7 @@
-// The HTTPS listener and its per-connection sessions: TLS handshake, HTTP/1.1 reads and writes
+// The HTTPS listener and its per-connection sessions: HTTP/1.1 over each connection's TLS stream,
 // with a timeout per phase, size and connection limits, and a draining shutdown.
 #include "server/tls_server.h"
 
-#include <openssl/err.h>
-#include <openssl/ssl.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
@@ -18,7 +16,6 @@
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
-#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <exception>
@@ -30,6 +27,8 @@
 #include <tuple>
 #include <unordered_map>
 #include <utility>
+
+#include "server/tls_stream.h"
 
 namespace cudagate {
 namespace {
@@ -152,36 +151,25 @@ class Session : public std::enable_shared_from_this<Session>, public Responder::
         limits_(server_->limits),
         peer_(endpoint_text(socket)),
         context_(std::move(context)),
-        socket_(std::move(socket)),
-        timer_(socket_.get_executor()),
-        ssl_(SSL_new(context_->native_handle())) {
-    if (!ssl_) throw std::runtime_error("SSL_new: " + openssl_error());
-    socket_.non_blocking(true);
-    if (SSL_set_fd(ssl_.get(), static_cast<int>(socket_.native_handle())) != 1) {
-      throw std::runtime_error("SSL_set_fd: " + openssl_error());
-    }
-    SSL_set_accept_state(ssl_.get());
-    // One read for a whole record, and the next request's bytes with it.
-    SSL_set_read_ahead(ssl_.get(), 1);
-  }
+        stream_(std::move(socket), *context_),
+        timer_(stream_.get_executor()) {}
 
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
   ~Session() override { server_->session_closed(this); }
 
   void run() {
-    net::dispatch(socket_.get_executor(), [self = shared_from_this()] { self->handshake(); });
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->handshake(); });
   }
 
   // Ends the session once it is between requests; a request in progress
   // completes first (its response then closes the connection).
   void stop() {
-    net::post(socket_.get_executor(), [self = shared_from_this()] {
+    net::post(stream_.get_executor(), [self = shared_from_this()] {
       if (self->phase_ == Phase::handshake || (self->phase_ == Phase::awaiting && self->first_)) {
         self->set_deadline(kFirstRequestWhileDraining);
       } else if (self->phase_ == Phase::awaiting) {
-        beast::error_code ignored;
-        self->socket_.cancel(ignored);
+        self->stream_.cancel();
       }
     });
   }
@@ -199,30 +187,17 @@ class Session : public std::enable_shared_from_this<Session>, public Responder::
   // Cuts the connection off, as its deadline would, unless a request has
   // begun meanwhile.
   void evict() {
-    net::post(socket_.get_executor(), [self = shared_from_this()] {
+    net::post(stream_.get_executor(), [self = shared_from_this()] {
       if (self->phase_ != Phase::handshake && self->phase_ != Phase::awaiting) return;
       spdlog::debug("connection from {} closed for a new one: no request after {} s", self->peer_,
                     kEvictableAfter.count());
-      self->timed_out_ = true;
-      beast::error_code ignored;
-      self->socket_.shutdown(tcp::socket::shutdown_both, ignored);
-      self->socket_.cancel(ignored);
+      self->stream_.time_out();
     });
   }
 
  private:
   enum class Phase : unsigned char { handshake, awaiting, reading, handling, writing, closing };
   using Clock = std::chrono::steady_clock;
-
-  struct SslFree {
-    void operator()(SSL* ssl) const { SSL_free(ssl); }
-  };
-
-  static std::string openssl_error() {
-    char text[256] = {};
-    ERR_error_string_n(ERR_get_error(), text, sizeof text);
-    return text;
-  }
 
   // The current phase must end by `timeout` from now, or the connection is
   // cut off. The timer is re-armed only for a deadline earlier than the one
@@ -244,101 +219,30 @@ class Session : public std::enable_shared_from_this<Session>, public Responder::
           self->timer_armed_ = false;
           if (Clock::now() < self->deadline_) return self->arm_timer();
           // What waits on the socket fails now, and so does any later I/O.
-          self->timed_out_ = true;
-          beast::error_code ignored;
-          self->socket_.shutdown(tcp::socket::shutdown_both, ignored);
-          self->socket_.cancel(ignored);
+          self->stream_.time_out();
         });
-  }
-
-  // Runs `call` (one OpenSSL operation on this connection's socket) until it
-  // completes, waiting for the socket whenever OpenSSL asks to read or write
-  // more, then calls done(error, result). OpenSSL reads and writes the
-  // socket itself: no memory BIO, and no extra copy of the bytes, between
-  // it and the kernel.
-  template <class Call, class Done>
-  void drive(Call call, Done done) {
-    // Operations that keep completing at once (a long body already waiting
-    // in the socket) go on from the event loop every so often rather than
-    // ever deeper on this stack.
-    if (inline_depth_ >= kMaxInlineDepth) {
-      net::post(socket_.get_executor(), [self = shared_from_this(), call = std::move(call),
-                                         done = std::move(done)]() mutable {
-        self->drive(std::move(call), std::move(done));
-      });
-      return;
-    }
-    ERR_clear_error();
-    errno = 0;
-    const int result = call();
-    if (result > 0) {
-      ++inline_depth_;
-      done(beast::error_code(), result);
-      --inline_depth_;
-      return;
-    }
-    const int saved_errno = errno;
-    const int code = SSL_get_error(ssl_.get(), result);
-    if (code == SSL_ERROR_WANT_READ || code == SSL_ERROR_WANT_WRITE) {
-      socket_.async_wait(
-          code == SSL_ERROR_WANT_READ ? tcp::socket::wait_read : tcp::socket::wait_write,
-          [self = shared_from_this(), call = std::move(call),
-           done = std::move(done)](const beast::error_code& ec) mutable {
-            if (ec) return done(self->interrupted(ec), 0);
-            self->drive(std::move(call), std::move(done));
-          });
-      return;
-    }
-    done(failure(code, saved_errno), 0);
-  }
-
-  beast::error_code interrupted(const beast::error_code& ec) const {
-    return timed_out_ ? beast::error_code(beast::error::timeout) : ec;
-  }
-
-  // An OpenSSL failure as the error asio's TLS stream would report.
-  beast::error_code failure(int code, int saved_errno) const {
-    if (timed_out_) return beast::error::timeout;
-    if (code == SSL_ERROR_ZERO_RETURN) return net::error::eof;
-    const unsigned long error = ERR_get_error();
-    if (code == SSL_ERROR_SYSCALL && error == 0) {
-      if (saved_errno != 0) return {saved_errno, beast::system_category()};
-      return ssl::error::stream_truncated;  // closed without close_notify
-    }
-    if (ERR_GET_REASON(error) == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
-      return ssl::error::stream_truncated;
-    }
-    if (error != 0) return {static_cast<int>(error), net::error::get_ssl_category()};
-    return net::error::connection_aborted;
   }
 
   // Reads what the peer sends next (decrypted) into the buffer.
   template <class Done>
   void read_some(Done done) {
-    drive(
-        [this] {
-          const auto space = buffer_.prepare(kReadChunk);
-          return SSL_read(ssl_.get(), space.data(), static_cast<int>(space.size()));
-        },
-        [this, done = std::move(done)](const beast::error_code& ec, int n) mutable {
-          if (!ec) buffer_.commit(static_cast<std::size_t>(n));
-          done(ec);
-        });
+    stream_.async_read_some(buffer_, kReadChunk,
+                            [self = shared_from_this(), done = std::move(done)](
+                                const beast::error_code& ec) mutable { done(ec); });
   }
 
   // Writes all of `bytes`, which must stay put until done(error).
   template <class Done>
   void write_all(std::string_view bytes, Done done) {
-    drive([this,
-           bytes] { return SSL_write(ssl_.get(), bytes.data(), static_cast<int>(bytes.size())); },
-          [done = std::move(done)](const beast::error_code& ec, int) mutable { done(ec); });
+    stream_.async_write(bytes, [self = shared_from_this(), done = std::move(done)](
+                                   const beast::error_code& ec) mutable { done(ec); });
   }
 
   void handshake() {
     phase_ = Phase::handshake;
     set_deadline(limits_.handshake_timeout);
-    drive([this] { return SSL_do_handshake(ssl_.get()); },
-          [this](const beast::error_code& ec, int) { on_handshake(ec); });
+    stream_.async_handshake(
+        [self = shared_from_this()](const beast::error_code& ec) { self->on_handshake(ec); });
   }
 
   void on_handshake(const beast::error_code& ec) {
@@ -361,15 +265,12 @@ class Session : public std::enable_shared_from_this<Session>, public Responder::
     if (buffer_.size() > 0) return read_header();  // pipelined: already here
     phase_ = Phase::awaiting;
     if (!first_) set_deadline(limits_.idle_timeout);
-    auto on_bytes = [this](const beast::error_code& ec) { on_first_bytes(ec); };
     // Between requests the socket is usually empty: wait for it rather
     // than try a read that would find nothing.
-    if (SSL_has_pending(ssl_.get()) == 1) return read_some(std::move(on_bytes));
-    socket_.async_wait(tcp::socket::wait_read,
-                       [self = shared_from_this(), on_bytes](const beast::error_code& ec) {
-                         if (ec) return self->on_first_bytes(self->interrupted(ec));
-                         self->read_some(on_bytes);
-                       });
+    stream_.async_wait_readable([self = shared_from_this()](const beast::error_code& ec) {
+      if (ec) return self->on_first_bytes(ec);
+      self->read_some([self](const beast::error_code& rec) { self->on_first_bytes(rec); });
+    });
   }
 
   void on_first_bytes(const beast::error_code& ec) {
@@ -511,7 +412,7 @@ class Session : public std::enable_shared_from_this<Session>, public Responder::
   }
 
   void respond(HttpResponse&& response) override {
-    net::dispatch(socket_.get_executor(),
+    net::dispatch(stream_.get_executor(),
                   [self = shared_from_this(), res = std::move(response)]() mutable {
                     if (self->phase_ != Phase::handling) return;
                     self->finish(std::move(res));
@@ -566,7 +467,7 @@ class Session : public std::enable_shared_from_this<Session>, public Responder::
     // thread: the answers to the requests that arrived together leave
     // together, and the client is woken once for them rather than once for
     // each, which on a busy server is worth a fifth of its throughput.
-    net::post(socket_.get_executor(), [self = shared_from_this()] {
+    net::post(stream_.get_executor(), [self = shared_from_this()] {
       self->write_all(self->wire_, [self](const beast::error_code& ec) { self->on_write(ec); });
     });
   }
@@ -597,19 +498,10 @@ class Session : public std::enable_shared_from_this<Session>, public Responder::
   void close() {
     phase_ = Phase::closing;
     set_deadline(kCloseTime);
-    drive(
-        [this] {
-          const int sent = SSL_shutdown(ssl_.get());
-          return sent == 0 ? SSL_shutdown(ssl_.get()) : sent;
-        },
-        [this](const beast::error_code&, int) { shut(); });
+    stream_.async_shutdown([self = shared_from_this()](const beast::error_code&) { self->shut(); });
   }
 
-  void shut() {
-    beast::error_code ignored;
-    socket_.shutdown(tcp::socket::shutdown_both, ignored);
-    socket_.close(ignored);
-  }
+  void shut() { stream_.close(); }
 
   void end(const beast::error_code& ec, const char* what) {
     if (!is_ordinary_disconnect(ec)) {
@@ -621,22 +513,17 @@ class Session : public std::enable_shared_from_this<Session>, public Responder::
   }
 
   static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-  static constexpr int kMaxInlineDepth = 16;
 
   std::shared_ptr<TlsServer::Impl> server_;
   const ServerLimits& limits_;
   const std::string peer_;
   // Declared before the connection, which refers to it, so that it outlives it.
   std::shared_ptr<ssl::context> context_;
-  tcp::socket socket_;
+  TlsStream stream_;
   net::steady_timer timer_;
-  // Declared after the socket: freed first, while its descriptor is open.
-  std::unique_ptr<SSL, SslFree> ssl_;
   Clock::time_point deadline_;
   std::uint64_t timer_generation_ = 0;
   bool timer_armed_ = false;
-  bool timed_out_ = false;
-  int inline_depth_ = 0;  // done() calls of drive() now on the stack
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<PaddedStringBody>> parser_;
   HttpRequest request_;      // the request being handled

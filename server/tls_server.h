@@ -1,7 +1,6 @@
 #pragma once
 // The HTTPS listener and its sessions: HTTP/1.1 (Boost.Beast's parser) over
-// TLS, asynchronous throughout. OpenSSL reads and writes each connection's
-// socket itself; Asio's reactor tells it when the socket is ready.
+// a TLS stream (server/tls_stream.h), asynchronous throughout.
 //
 // Each connection is a session, on its own strand when more than one thread
 // runs the io_context. It takes the TLS context current when it is accepted
