@@ -10,36 +10,10 @@
 #include "policy/inventory.h"
 #include "policy/k8s_names.h"
 #include "policy/node_pool.h"
+#include "types/go_int.h"
 #include "types/saturating.h"
 
 namespace cudagate {
-namespace {
-
-// Go's strconv.ParseInt(s, 10, 64): ^[+-]?[0-9]+$ within int64.
-std::optional<std::int64_t> parse_int64(std::string_view s) {
-  bool negative = false;
-  if (!s.empty() && (s[0] == '+' || s[0] == '-')) {
-    negative = s[0] == '-';
-    s.remove_prefix(1);
-  }
-  if (s.empty()) return std::nullopt;
-  std::uint64_t magnitude = 0;
-  constexpr std::uint64_t kLimit = std::uint64_t{1} << 63;  // |INT64_MIN|
-  for (char c : s) {
-    if (c < '0' || c > '9') return std::nullopt;
-    const auto digit = static_cast<std::uint64_t>(c - '0');
-    if (magnitude > (kLimit - digit) / 10) return std::nullopt;
-    magnitude = magnitude * 10 + digit;
-  }
-  if (negative) {
-    if (magnitude == kLimit) return std::numeric_limits<std::int64_t>::min();
-    return -static_cast<std::int64_t>(magnitude);
-  }
-  if (magnitude == kLimit) return std::nullopt;
-  return static_cast<std::int64_t>(magnitude);
-}
-
-}  // namespace
 
 void Inventory::Members::add_to(NodeSet& set) const {
   if (is_dense) {
@@ -115,11 +89,11 @@ void Inventory::match_requirement(const NodeSelectorRequirement& r, NodeSet& out
   }
   if (r.op == "Gt" || r.op == "Lt") {
     if (r.values.size() != 1) return;
-    const std::optional<std::int64_t> bound = parse_int64(r.values[0]);
+    const std::optional<std::int64_t> bound = parse_go_int64(r.values[0]);
     if (!bound || index == nullptr) return;
     // The distinct values of one key, not the nodes: few for numeric labels.
     index->by_value.for_each([&](std::string_view value, const Members& members) {
-      const std::optional<std::int64_t> v = parse_int64(value);
+      const std::optional<std::int64_t> v = parse_go_int64(value);
       if (v && (r.op == "Gt" ? *v > *bound : *v < *bound)) members.add_to(out);
     });
   }

@@ -3,12 +3,12 @@
 #include "policy/label_selector.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cstdint>
 #include <optional>
 
 #include "policy/k8s_names.h"
 #include "types/ascii.h"
+#include "types/go_int.h"
 #include "types/quote.h"
 
 namespace cudagate {
@@ -28,13 +28,6 @@ std::optional<std::string> key_problem(std::string_view key) {
            "ends";
   }
   return std::nullopt;
-}
-
-bool is_integer(std::string_view v) {
-  std::int64_t n = 0;
-  const auto* end = v.data() + v.size();
-  const auto [ptr, ec] = std::from_chars(v.data(), end, n);
-  return ec == std::errc() && ptr == end;
 }
 
 // Characters that end a key or a value.
@@ -109,7 +102,7 @@ class Parser {
     const std::size_t start = pos_;
     std::string value(scan_word());
     if (!is_label_value(value)) return fail_at(start, "invalid label value " + quote(value));
-    if ((r.op == LabelOp::gt || r.op == LabelOp::lt) && !is_integer(value)) {
+    if ((r.op == LabelOp::gt || r.op == LabelOp::lt) && !parse_go_int64(value)) {
       return fail_at(start, "expected an integer after " +
                                 std::string(r.op == LabelOp::gt ? ">" : "<") + ", got " +
                                 quote(value));
@@ -187,14 +180,6 @@ class Parser {
   std::size_t pos_ = 0;
 };
 
-std::optional<std::int64_t> as_integer(const std::string& text) {
-  std::int64_t n = 0;
-  const auto* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, n);
-  if (ec != std::errc() || ptr != end) return std::nullopt;
-  return n;
-}
-
 }  // namespace
 
 bool LabelRequirement::matches(const KeyValues& labels) const {
@@ -215,8 +200,8 @@ bool LabelRequirement::matches(const KeyValues& labels) const {
     case LabelOp::gt:
     case LabelOp::lt: {
       if (value == nullptr) return false;
-      const auto have = as_integer(*value);
-      const auto limit = as_integer(values.front());
+      const auto have = parse_go_int64(*value);
+      const auto limit = parse_go_int64(values.front());
       if (!have || !limit) return false;
       return op == LabelOp::gt ? *have > *limit : *have < *limit;
     }

@@ -65,6 +65,10 @@ TEST(LabelSelector, RejectsWithThePlaceAndWhatWasExpected) {
       {"pool in (t4", "column 12: expected ')' to close the set of values"},
       {"pool in (t4;a)", "column 10: invalid label value"},
       {"tier>x", "column 6: expected an integer after >"},
+      // strconv.ParseInt takes "+2", but NewRequirement (k8s.io/apimachinery
+      // pkg/labels/selector.go) also checks the operand as a label value.
+      {"tier>+2", "column 6: invalid label value \"+2\""},
+      {"tier<99999999999999999999", "column 6: expected an integer after <"},
       {"-pool=t4", "column 1: a label key is at most 63 characters"},
       {"Example.com/pool=t4", "column 1: a label key's prefix is a DNS subdomain"},
       // Each dot-separated label of the prefix starts and ends alphanumeric
