@@ -12,7 +12,7 @@
 namespace cudagate {
 namespace {
 
-constexpr std::size_t kReasonWidth = 100;
+constexpr std::size_t kAuditReasonWidth = 100;
 
 std::string verdict_text(const AuditedWorkload& w) {
   return w.error ? std::string("error") : std::string(to_string(w.decision.verdict));
@@ -77,7 +77,7 @@ std::string audit_table(const Audit& audit, bool colour) {
   rows.push_back({"VERDICT", "WORKLOAD", "NODES", "REASON", "SOURCE"});
   for (const auto& w : audit.workloads) {
     rows.push_back({verdict_text(w), workload_title(w.decision.resource), nodes_cell(w),
-                    shorten(reason_line(w), kReasonWidth), w.place});
+                    shorten(reason_line(w), kAuditReasonWidth), w.place});
   }
   std::string out;
   if (colour) {

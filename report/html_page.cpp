@@ -65,10 +65,6 @@ a:hover { text-decoration: underline; }
 .empty { margin: 0 24px; color: #616161; }
 )css";
 
-std::string esc(std::string_view text) {
-  return xml_escape(text);
-}
-
 std::string or_unknown(const std::string& s) {
   return s.empty() ? std::string("unknown") : s;
 }
@@ -81,7 +77,7 @@ std::string html_page_start(std::string_view title, std::string_view extra_css) 
       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
       "style-src 'unsafe-inline'\">\n";
   out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
-  out += "<title>" + esc(title) + "</title>\n<style>";
+  out += "<title>" + xml_escape(title) + "</title>\n<style>";
   out += kStyle;
   out += extra_css;
   out += "</style>\n</head>\n<body>\n";
@@ -118,14 +114,14 @@ std::string html_group_members(std::size_t nodes, const std::vector<std::string>
 
 std::string html_group_header(const GpuFacts& f, std::string_view members,
                               std::string_view caption) {
-  std::string out = "<th class=\"group\" scope=\"col\" title=\"" + esc(facts_text(f)) + ", " +
-                    esc(members) + "\">";
-  if (!caption.empty()) out += "<i>" + esc(caption) + "</i>";
-  out += "<b>" + esc(or_unknown(f.product)) + "</b>";
-  out += "<span>driver " + esc(f.driver ? f.driver->str() : "unknown") + "</span>";
-  out += "<span>CUDA " + esc(max_cuda_text(f)) + "</span>";
-  out += "<span>cc " + esc(f.cc ? f.cc->str() : "unknown") + "</span>";
-  out += "<span>" + esc(members) + "</span>";
+  std::string out = "<th class=\"group\" scope=\"col\" title=\"" + xml_escape(facts_text(f)) +
+                    ", " + xml_escape(members) + "\">";
+  if (!caption.empty()) out += "<i>" + xml_escape(caption) + "</i>";
+  out += "<b>" + xml_escape(or_unknown(f.product)) + "</b>";
+  out += "<span>driver " + xml_escape(f.driver ? f.driver->str() : "unknown") + "</span>";
+  out += "<span>CUDA " + xml_escape(max_cuda_text(f)) + "</span>";
+  out += "<span>cc " + xml_escape(f.cc ? f.cc->str() : "unknown") + "</span>";
+  out += "<span>" + xml_escape(members) + "</span>";
   out += "</th>";
   return out;
 }
@@ -162,7 +158,7 @@ std::string html_counts_bar(const std::vector<std::pair<std::string, std::size_t
     const double w = kWidth * static_cast<double>(n) / static_cast<double>(total);
     out += "<rect x=\"" + std::to_string(x) + "\" y=\"0\" width=\"" + std::to_string(w) +
            "\" height=\"14\" fill=\"" + colour_of(verdict) + "\"><title>" + std::to_string(n) +
-           " " + esc(verdict) + "</title></rect>";
+           " " + xml_escape(verdict) + "</title></rect>";
     x += w;
   }
   if (total == 0) out += "<rect x=\"0\" y=\"0\" width=\"600\" height=\"14\" fill=\"#eceff1\"/>";

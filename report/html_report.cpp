@@ -15,10 +15,6 @@
 namespace cudagate {
 namespace {
 
-std::string esc(std::string_view text) {
-  return xml_escape(text);
-}
-
 std::string verdict_of(const AuditedWorkload& w) {
   return w.error ? std::string("error") : std::string(to_string(w.decision.verdict));
 }
@@ -60,8 +56,8 @@ std::string cell(const AuditedWorkload& w, const NodeGroupColumn& column) {
            "\">\xE2\x80\x93</td>";
   }
   return "<td class=\"cell " + std::string(to_string(found->outcome)) + "\" title=\"" +
-         esc(html_cell_title(*found)) + "\">" + std::string(html_outcome_mark(found->outcome)) +
-         "</td>";
+         xml_escape(html_cell_title(*found)) + "\">" +
+         std::string(html_outcome_mark(found->outcome)) + "</td>";
 }
 
 }  // namespace
@@ -95,7 +91,8 @@ std::string html_report(const Audit& audit, std::int64_t timestamp_seconds) {
   }
   out += "</p>\n<ul class=\"counts\">";
   for (const auto& [verdict, n] : counts) {
-    out += "<li class=\"" + esc(verdict) + "\">" + std::to_string(n) + " " + esc(verdict) + "</li>";
+    out += "<li class=\"" + xml_escape(verdict) + "\">" + std::to_string(n) + " " +
+           xml_escape(verdict) + "</li>";
   }
   out += "</ul>\n" + html_counts_bar(counts, audit.workloads.size()) + "\n</header>\n";
 
@@ -120,15 +117,16 @@ std::string html_report(const Audit& audit, std::int64_t timestamp_seconds) {
         result == AuditResult::fail || result == AuditResult::warn || result == AuditResult::error;
     if (detailed) listed.push_back(i);
     const std::string title = workload_title(w.decision.resource);
-    out += "<tr class=\"workload\" data-verdict=\"" + esc(verdict) +
+    out += "<tr class=\"workload\" data-verdict=\"" + xml_escape(verdict) +
            "\"><th scope=\"row\" title=\"" +
-           esc(w.place.empty() ? title : title + " (" + w.place + ")") + "\">";
+           xml_escape(w.place.empty() ? title : title + " (" + w.place + ")") + "\">";
     if (detailed) {
-      out += "<a href=\"#w" + std::to_string(i) + "\">" + esc(title) + "</a>";
+      out += "<a href=\"#w" + std::to_string(i) + "\">" + xml_escape(title) + "</a>";
     } else {
-      out += esc(title);
+      out += xml_escape(title);
     }
-    out += "</th><td class=\"verdict " + esc(verdict) + "\">" + esc(verdict) + "</td>";
+    out +=
+        "</th><td class=\"verdict " + xml_escape(verdict) + "\">" + xml_escape(verdict) + "</td>";
     for (const auto& c : columns) out += cell(w, c);
     out += "</tr>\n";
   }
@@ -139,17 +137,18 @@ std::string html_report(const Audit& audit, std::int64_t timestamp_seconds) {
   for (const std::size_t i : listed) {
     const AuditedWorkload& w = audit.workloads[i];
     const std::string verdict = verdict_of(w);
-    out += "<article id=\"w" + std::to_string(i) + "\" class=\"" + esc(verdict) + "\"><h3>" +
-           esc(workload_title(w.decision.resource)) + " \xE2\x80\x94 " + esc(verdict);
-    if (!w.place.empty()) out += " <span class=\"place\">" + esc(w.place) + "</span>";
+    out += "<article id=\"w" + std::to_string(i) + "\" class=\"" + xml_escape(verdict) + "\"><h3>" +
+           xml_escape(workload_title(w.decision.resource)) + " \xE2\x80\x94 " + xml_escape(verdict);
+    if (!w.place.empty()) out += " <span class=\"place\">" + xml_escape(w.place) + "</span>";
     out += "</h3>\n";
     if (w.error) {
-      out += "<p>" + esc(w.error->str()) + "</p>\n</article>\n";
+      out += "<p>" + xml_escape(w.error->str()) + "</p>\n</article>\n";
       continue;
     }
     const Decision& d = w.decision;
     if (d.verdict == Verdict::no_candidates) {
-      out += "<p>" + esc(d.reason.empty() ? "no node of the inventory can take it" : d.reason) +
+      out += "<p>" +
+             xml_escape(d.reason.empty() ? "no node of the inventory can take it" : d.reason) +
              "</p>\n";
     } else {
       out += "<p>" + std::to_string(d.compatible) + " of " + std::to_string(d.candidates) +
@@ -157,11 +156,13 @@ std::string html_report(const Audit& audit, std::int64_t timestamp_seconds) {
     }
     for (const GroupDecision& g : d.groups) {
       if (g.findings.empty()) continue;
-      out += "<p><b>" + esc(to_string(g.outcome)) + "</b> on " + std::to_string(g.count) +
-             (g.count == 1 ? " node" : " nodes") + ": " + esc(facts_text(g.facts)) + "</p>\n<ul>";
+      out += "<p><b>" + xml_escape(to_string(g.outcome)) + "</b> on " + std::to_string(g.count) +
+             (g.count == 1 ? " node" : " nodes") + ": " + xml_escape(facts_text(g.facts)) +
+             "</p>\n<ul>";
       for (const Finding& f : g.findings) {
-        out += "<li>[" + esc(f.rule) + "] " + esc(f.container) + ": " + esc(f.message);
-        if (!f.fix.empty()) out += "<br><span class=\"fix\">fix: " + esc(f.fix) + "</span>";
+        out += "<li>[" + xml_escape(f.rule) + "] " + xml_escape(f.container) + ": " +
+               xml_escape(f.message);
+        if (!f.fix.empty()) out += "<br><span class=\"fix\">fix: " + xml_escape(f.fix) + "</span>";
         out += "</li>";
       }
       out += "</ul>\n";

@@ -19,7 +19,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::size_t kReasonWidth = 90;
+constexpr std::size_t kPlanReasonWidth = 90;
 constexpr std::size_t kShownNodes = 3;
 
 constexpr std::array<PlanChange, 5> kChangeOrder = {PlanChange::breaks, PlanChange::narrows,
@@ -168,7 +168,7 @@ std::string plan_table(const RolloutPlan& plan, bool colour) {
     const PlannedWorkload& w = plan.workloads[i];
     rows.push_back({std::string(to_string(w.change)), workload_title(w.after.decision.resource),
                     verdict_cell(w.before), verdict_cell(w.after),
-                    shorten(reason_of(w), kReasonWidth), w.place});
+                    shorten(reason_of(w), kPlanReasonWidth), w.place});
   }
   std::string out;
   if (colour) {

@@ -16,13 +16,16 @@
 #include "policy/evaluate.h"
 #include "policy/node.h"
 #include "policy/node_pool.h"
+#include "tests/support/decide.h"
 #include "tests/support/fixtures.h"
 
 namespace cudagate {
 namespace {
 
 using test_support::db;
+using test_support::decide;
 using test_support::fixture;
+using test_support::workload_of;
 
 using nlohmann::json;
 
@@ -35,7 +38,7 @@ Inventory inventory_of(const std::string& nodes_json) {
 // A small RFC 6902 apply with the API server's (evanphx json-patch)
 // semantics for the operations a pin uses: add needs an existing parent and
 // replaces an existing member; replace and remove need the member.
-json apply_patch(json doc, const json& patch) {
+json apply_ops(json doc, const json& patch) {
   for (const auto& op : patch) {
     const std::string path = op.at("path");
     const auto slash = path.rfind('/');
@@ -88,18 +91,6 @@ json cuda124_pod() {
   return base_pod({{"CUDA_VERSION", "12.4.1"}});
 }
 
-Workload workload_of(const json& object) {
-  auto w = workload_from_json(object, "object");
-  if (!w) throw std::runtime_error(w.error().str());
-  return std::move(*w);
-}
-
-Decision decide(const Workload& w, const Inventory& inventory) {
-  auto d = evaluate(w, inventory, Policy{}, db(), {});
-  if (!d) throw std::runtime_error(d.error().str());
-  return std::move(*d);
-}
-
 std::vector<std::string> names_of(const NodeSet& set, const Inventory& inventory) {
   std::vector<std::string> out;
   set.for_each([&](std::size_t i) {
@@ -123,7 +114,7 @@ json pin_and_verify(const json& object, const Inventory& inventory,
     return object;
   }
   EXPECT_EQ(pin->nodes, expected_nodes.size());
-  json patched = apply_patch(object, pin->patch);
+  json patched = apply_ops(object, pin->patch);
   const Workload pw = workload_of(patched);
   const NodeSet wanted = compatible_candidates(w, d, inventory);
   EXPECT_EQ(names_of(wanted, inventory), expected_nodes);
@@ -553,7 +544,7 @@ TEST(PinAffinityPools, SelectsCompatiblePoolsByTheirOwnLabels) {
   auto pin = pin_affinity(pod, w, d, inventory, db(), "pinned for the test");
   ASSERT_TRUE(pin) << pin.error().str();
   EXPECT_NE(pin->scheme.find("node pools"), std::string::npos) << pin->scheme;
-  const Workload patched = workload_of(apply_patch(pod, pin->patch));
+  const Workload patched = workload_of(apply_ops(pod, pin->patch));
   EXPECT_EQ(names_of(inventory.candidates(patched.spec), inventory), names_of(wanted, inventory));
   // Each pool admits the patched pod exactly when it is compatible.
   const std::vector<std::pair<std::string_view, std::int64_t>> one_gpu = {{"nvidia.com/gpu", 1}};
@@ -586,7 +577,7 @@ TEST(PinAffinityPools, LabelPinsKeepIncompatiblePoolsOut) {
   ASSERT_EQ(d.verdict, Verdict::partial);
   auto pin = pin_affinity(pod, w, d, inventory, db(), "pinned for the test");
   ASSERT_TRUE(pin) << pin.error().str();
-  const Workload patched = workload_of(apply_patch(pod, pin->patch));
+  const Workload patched = workload_of(apply_ops(pod, pin->patch));
   EXPECT_EQ(names_of(inventory.candidates(patched.spec), inventory),
             (std::vector<std::string>{"node-new"}));
 }

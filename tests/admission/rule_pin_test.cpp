@@ -14,6 +14,7 @@
 #include "admission/pin_affinity.h"
 #include "policy/evaluate.h"
 #include "policy/node.h"
+#include "tests/support/decide.h"
 #include "tests/support/fixtures.h"
 
 namespace cudagate {
@@ -21,6 +22,8 @@ namespace {
 
 using nlohmann::json;
 using test_support::db;
+using test_support::decide;
+using test_support::workload_of;
 
 // A node labelled by GPU Feature Discovery, both label generations.
 json gfd_node(const std::string& name, const std::string& driver, const std::string& runtime,
@@ -72,18 +75,6 @@ json pod_with(const std::vector<std::pair<std::string, std::string>>& env) {
     pod["spec"]["containers"][0]["env"].push_back({{"name", k}, {"value", v}});
   }
   return pod;
-}
-
-Workload workload_of(const json& object) {
-  auto w = workload_from_json(object, "object");
-  if (!w) throw std::runtime_error(w.error().str());
-  return std::move(*w);
-}
-
-Decision decide(const Workload& w, const Inventory& inventory, const Policy& policy = {}) {
-  auto d = evaluate(w, inventory, policy, db(), {});
-  if (!d) throw std::runtime_error(d.error().str());
-  return std::move(*d);
 }
 
 // The patch's two operations applied to a pod without affinity or annotations.

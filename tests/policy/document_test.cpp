@@ -180,14 +180,14 @@ multi:
   EXPECT_FALSE(doc["merged"].contains("<<"));
 }
 
-struct ErrorRow {
+struct DocumentErrorRow {
   std::string text;
   std::string where;
   std::string message_part;
 };
 
 TEST(Document, ErrorsNameTheSourceAndLine) {
-  const std::vector<ErrorRow> rows = {
+  const std::vector<DocumentErrorRow> rows = {
       {"a: [1, 2\nb: 3\n", "bad.yaml:2", "invalid YAML: end of sequence flow not found"},
       {"a: 1\n  b: 2\n", "bad.yaml:2", "invalid YAML"},
       {"a: 1\nb: 2\n- c\n", "bad.yaml:3", "invalid YAML"},

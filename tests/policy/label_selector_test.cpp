@@ -15,7 +15,7 @@ const KeyValues kT4 = {{"nvidia.com/gpu.product", "Tesla-T4"}, {"pool", "t4"}, {
 const KeyValues kA100 = {
     {"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"}, {"pool", "a100"}, {"spot", "true"}};
 
-struct Row {
+struct SelectorRow {
   std::string text;
   std::string canonical;
   bool t4;
@@ -23,7 +23,7 @@ struct Row {
 };
 
 TEST(LabelSelector, ParsesAndMatches) {
-  const std::vector<Row> rows = {
+  const std::vector<SelectorRow> rows = {
       {"pool=t4", "pool=t4", true, false},
       {"pool==t4", "pool=t4", true, false},
       {"pool!=t4", "pool!=t4", false, true},
@@ -43,7 +43,7 @@ TEST(LabelSelector, ParsesAndMatches) {
       {"pool=", "pool=", false, false},
       {"in=1", "in=1", false, false},
   };
-  for (const Row& row : rows) {
+  for (const SelectorRow& row : rows) {
     auto s = LabelSelector::parse(row.text);
     ASSERT_TRUE(s) << row.text << ": " << s.error().str();
     EXPECT_EQ(s->str(), row.canonical) << row.text;

@@ -305,7 +305,7 @@ Inventory fleet_with_pool() {
   return Inventory::build(nodes, db());
 }
 
-std::set<std::string> names(const Inventory& inv, const NodeSet& set) {
+std::set<std::string> node_names(const Inventory& inv, const NodeSet& set) {
   std::set<std::string> out;
   set.for_each([&](std::size_t i) {
     out.insert(inv.node_name(i));
@@ -326,18 +326,19 @@ PodSpec gpu_pod(std::vector<std::pair<std::string, std::string>> selector = {}) 
 TEST(NodePool, PoolsAreCandidatesBesideNodes) {
   const Inventory inv = fleet_with_pool();
   EXPECT_EQ(inv.pool_nodes(), 2U);
-  EXPECT_EQ(names(inv, inv.candidates(gpu_pod())),
+  EXPECT_EQ(node_names(inv, inv.candidates(gpu_pod())),
             (std::set<std::string>{"gpu-node-1", "NodePool gpu (a100, 0 nodes now)",
                                    "NodePool gpu (t4, 0 nodes now)"}));
   // A zone no node carries yet: only the pools can launch one there.
-  EXPECT_EQ(names(inv, inv.candidates(gpu_pod({{"topology.kubernetes.io/zone", "us-east-1a"}}))),
-            (std::set<std::string>{"NodePool gpu (a100, 0 nodes now)",
-                                   "NodePool gpu (t4, 0 nodes now)"}));
-  EXPECT_EQ(names(inv, inv.candidates(gpu_pod({{"nvidia.com/cuda.driver.major", "535"}}))),
+  EXPECT_EQ(
+      node_names(inv, inv.candidates(gpu_pod({{"topology.kubernetes.io/zone", "us-east-1a"}}))),
+      (std::set<std::string>{"NodePool gpu (a100, 0 nodes now)",
+                             "NodePool gpu (t4, 0 nodes now)"}));
+  EXPECT_EQ(node_names(inv, inv.candidates(gpu_pod({{"nvidia.com/cuda.driver.major", "535"}}))),
             (std::set<std::string>{"gpu-node-1"}));
   // Devices from resource claims: a node that does not exist publishes none.
   const std::vector<std::pair<std::string, std::int64_t>> devices = {{"gpu.nvidia.com", 1}};
-  EXPECT_EQ(names(inv, inv.candidates(gpu_pod(), AddedRequests{devices, 0})),
+  EXPECT_EQ(node_names(inv, inv.candidates(gpu_pod(), AddedRequests{devices, 0})),
             (std::set<std::string>{}));
 }
 
@@ -350,8 +351,9 @@ TEST(NodePool, PatchesKeepPoolsFound) {
   const Inventory next =
       inv.patched({{joined.name, &joined}, {"NodePool gpu (t4, 0 nodes now)", nullptr}}, db());
   EXPECT_EQ(next.pool_nodes(), 1U);
-  EXPECT_EQ(names(next, next.candidates(gpu_pod({{"topology.kubernetes.io/zone", "us-east-1a"}}))),
-            (std::set<std::string>{"NodePool gpu (a100, 0 nodes now)"}));
+  EXPECT_EQ(
+      node_names(next, next.candidates(gpu_pod({{"topology.kubernetes.io/zone", "us-east-1a"}}))),
+      (std::set<std::string>{"NodePool gpu (a100, 0 nodes now)"}));
 }
 
 TEST(NodePool, PoolsJoinTheInventory) {

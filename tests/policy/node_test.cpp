@@ -16,7 +16,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string read_fixture(const std::string& name) {
+std::string node_fixture(const std::string& name) {
   std::ifstream in(std::string(CUDAGATE_TEST_DATA) + "/nodes/" + name, std::ios::binary);
   EXPECT_TRUE(in) << name;
   std::stringstream s;
@@ -86,9 +86,9 @@ Node make_node(std::map<std::string, std::string> labels,
 // --- Parsing ---
 
 TEST(Node, FleetJsonAndYamlReadTheSame) {
-  auto from_json = parse_nodes(read_fixture("fleet.json"), "fleet.json");
+  auto from_json = parse_nodes(node_fixture("fleet.json"), "fleet.json");
   ASSERT_TRUE(from_json) << from_json.error().str();
-  auto from_yaml = parse_nodes(read_fixture("fleet.yaml"), "fleet.yaml");
+  auto from_yaml = parse_nodes(node_fixture("fleet.yaml"), "fleet.yaml");
   ASSERT_TRUE(from_yaml) << from_yaml.error().str();
   ASSERT_EQ(from_json->size(), 13U);
   ASSERT_EQ(from_yaml->size(), from_json->size());
@@ -104,7 +104,7 @@ TEST(Node, FleetJsonAndYamlReadTheSame) {
 }
 
 TEST(Node, FleetNodeFields) {
-  auto nodes = parse_nodes(read_fixture("fleet.json"), "fleet.json");
+  auto nodes = parse_nodes(node_fixture("fleet.json"), "fleet.json");
   ASSERT_TRUE(nodes) << nodes.error().str();
   auto find = [&](std::string_view name) -> const Node& {
     const auto it =
@@ -192,13 +192,13 @@ TEST(Node, Fields) {
                 {"example.com/fpga", 1000}, {"nvidia.com/gpu", 8}, {"nvidia.com/mig-1g.10gb", 7}}));
 }
 
-struct ErrorRow {
+struct NodeErrorRow {
   std::string text;
   std::string error;
 };
 
 TEST(Node, ErrorsNameTheSourceTheItemAndTheField) {
-  const std::vector<ErrorRow> rows = {
+  const std::vector<NodeErrorRow> rows = {
       {R"({"kind": "NodeList", "items": [{"metadata": {"name": "a"}}, {"metadata": {"name": "b", "labels": {"x": 1}}}]})",
        "nodes.json: items[1]: metadata.labels.x: expected a string, got number"},
       {R"({"kind": "List", "items": [{"kind": "Pod", "metadata": {"name": "p"}}]})",
@@ -505,7 +505,7 @@ TEST(Node, ADriverPastItsArchitecturesLastBranchIsInconsistent) {
 
 TEST(Node, GpuFactsOfTheFixtures) {
   const CompatDb db = test_db();
-  auto fleet = parse_nodes(read_fixture("fleet.yaml"), "fleet.yaml");
+  auto fleet = parse_nodes(node_fixture("fleet.yaml"), "fleet.yaml");
   ASSERT_TRUE(fleet) << fleet.error().str();
   std::map<std::string, GpuFacts> by_name;
   for (const Node& n : *fleet) by_name[n.name] = derive_gpu_facts(n, db);
@@ -523,7 +523,7 @@ TEST(Node, GpuFactsOfTheFixtures) {
   EXPECT_EQ(h100.max_cuda, (CudaVersion{12, 8}));
   EXPECT_EQ(h100.brand, "nvidia");
 
-  auto other = parse_nodes(read_fixture("other-label-schemes.yaml"), "other-label-schemes.yaml");
+  auto other = parse_nodes(node_fixture("other-label-schemes.yaml"), "other-label-schemes.yaml");
   ASSERT_TRUE(other) << other.error().str();
   ASSERT_EQ(other->size(), 4U);
   const GpuFacts gke_l4 = derive_gpu_facts((*other)[0], db);

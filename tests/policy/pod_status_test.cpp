@@ -12,7 +12,7 @@
 namespace cudagate {
 namespace {
 
-std::string read(const std::string& name) {
+std::string explain_fixture(const std::string& name) {
   std::ifstream in(std::string(CUDAGATE_TEST_DATA) + "/explain/" + name);
   std::stringstream s;
   s << in.rdbuf();
@@ -20,7 +20,7 @@ std::string read(const std::string& name) {
 }
 
 PodReport pod(const std::string& name) {
-  auto docs = parse_documents(read(name), name);
+  auto docs = parse_documents(explain_fixture(name), name);
   auto report = pod_report_from_json(docs->front(), name);
   if (!report) throw std::runtime_error(report.error().str());
   return *report;
@@ -42,7 +42,7 @@ TEST(PodStatus, CrashLoopWithTheLastTermination) {
 
 TEST(PodStatus, EventsOfThePodOnly) {
   const PodReport p = pod("pod-runcontainererror.yaml");
-  auto events = read_pod_events(read("events.yaml"), "events.yaml", p);
+  auto events = read_pod_events(explain_fixture("events.yaml"), "events.yaml", p);
   ASSERT_TRUE(events) << events.error().str();
   ASSERT_EQ(events->size(), 1U);
   EXPECT_EQ((*events)[0].reason, "Failed");

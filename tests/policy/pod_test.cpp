@@ -19,7 +19,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string read_fixture(const std::string& name) {
+std::string workload_fixture(const std::string& name) {
   std::ifstream in(std::string(CUDAGATE_TEST_DATA) + "/workloads/" + name, std::ios::binary);
   EXPECT_TRUE(in) << name;
   std::stringstream s;
@@ -38,7 +38,7 @@ Workload one_workload(const std::string& text, const std::string& source = "w.ya
 }
 
 TEST(Pod, GpuPodFixture) {
-  const Workload w = one_workload(read_fixture("pod-gpu.yaml"), "pod-gpu.yaml");
+  const Workload w = one_workload(workload_fixture("pod-gpu.yaml"), "pod-gpu.yaml");
   EXPECT_EQ(w.resource.api_version, "v1");
   EXPECT_EQ(w.resource.kind, "Pod");
   EXPECT_EQ(w.resource.namespace_, "ml");
@@ -89,7 +89,7 @@ TEST(Pod, GpuPodFixture) {
 }
 
 TEST(Pod, MigPodFixture) {
-  const Workload w = one_workload(read_fixture("pod-mig.yaml"));
+  const Workload w = one_workload(workload_fixture("pod-mig.yaml"));
   ASSERT_EQ(w.spec.containers.size(), 1U);
   EXPECT_EQ(w.spec.containers[0].resources,
             (std::vector<std::pair<std::string, std::int64_t>>{{"nvidia.com/mig-1g.10gb", 1}}));
@@ -117,7 +117,7 @@ TEST(Pod, EveryControllerKind) {
       {"cronjob.yaml", "CronJob", "batch/v1", "/spec/jobTemplate/spec/template/spec", "finetune"},
   };
   for (const auto& row : rows) {
-    const Workload w = one_workload(read_fixture(row.file), row.file);
+    const Workload w = one_workload(workload_fixture(row.file), row.file);
     EXPECT_EQ(w.resource.kind, row.kind) << row.file;
     EXPECT_EQ(w.resource.api_version, row.api_version) << row.file;
     EXPECT_EQ(w.spec_pointer, row.pointer) << row.file;
@@ -125,7 +125,7 @@ TEST(Pod, EveryControllerKind) {
     EXPECT_EQ(w.spec.containers[0].name, row.first_container) << row.file;
     EXPECT_FALSE(w.spec.containers[0].resources.empty()) << row.file;
     // The pointer leads to the pod spec in the original object.
-    auto docs = parse_documents(read_fixture(row.file), row.file);
+    auto docs = parse_documents(workload_fixture(row.file), row.file);
     ASSERT_TRUE(docs);
     const json& spec = (*docs)[0].at(json::json_pointer(w.spec_pointer));
     EXPECT_EQ(spec["containers"][0]["name"], row.first_container) << row.file;
@@ -133,14 +133,14 @@ TEST(Pod, EveryControllerKind) {
 }
 
 TEST(Pod, TemplateAnnotationsOverlayTheObjects) {
-  const Workload d = one_workload(read_fixture("deployment.yaml"));
+  const Workload d = one_workload(workload_fixture("deployment.yaml"));
   ASSERT_NE(d.annotation("cudagate.io/cuda-version"), nullptr);
   EXPECT_EQ(*d.annotation("cudagate.io/cuda-version"), "12.4");  // the template's wins
   ASSERT_NE(d.annotation("deployment.kubernetes.io/revision"), nullptr);
   EXPECT_EQ(*d.annotation("cudagate.io/arch-list.vllm"), "8.9");
   EXPECT_TRUE(std::is_sorted(d.annotations.begin(), d.annotations.end()));
 
-  const Workload c = one_workload(read_fixture("cronjob.yaml"));
+  const Workload c = one_workload(workload_fixture("cronjob.yaml"));
   ASSERT_NE(c.annotation("cudagate.io/min-compute-capability"), nullptr);
   EXPECT_EQ(*c.annotation("cudagate.io/min-compute-capability"), "8.0");
   ASSERT_NE(c.annotation("owner"), nullptr);
@@ -148,7 +148,7 @@ TEST(Pod, TemplateAnnotationsOverlayTheObjects) {
 }
 
 TEST(Pod, DaemonSetPodsTolerateWhatTheControllerAdds) {
-  const Workload w = one_workload(read_fixture("daemonset.yaml"));
+  const Workload w = one_workload(workload_fixture("daemonset.yaml"));
   auto has = [&](std::string_view key, std::string_view effect) {
     return std::any_of(w.spec.tolerations.begin(), w.spec.tolerations.end(),
                        [&](const Toleration& t) {
@@ -163,12 +163,12 @@ TEST(Pod, DaemonSetPodsTolerateWhatTheControllerAdds) {
   EXPECT_TRUE(has("node.kubernetes.io/network-unavailable", "NoSchedule"));  // hostNetwork
 
   // A Deployment's pods get no such tolerations.
-  const Workload d = one_workload(read_fixture("deployment.yaml"));
+  const Workload d = one_workload(workload_fixture("deployment.yaml"));
   EXPECT_EQ(d.spec.tolerations.size(), 1U);
 }
 
 TEST(Pod, StatefulSetAffinityOperators) {
-  const Workload w = one_workload(read_fixture("statefulset.yaml"));
+  const Workload w = one_workload(workload_fixture("statefulset.yaml"));
   ASSERT_TRUE(w.spec.required_terms);
   const auto& exprs = (*w.spec.required_terms)[0].match_expressions;
   ASSERT_EQ(exprs.size(), 2U);
@@ -178,7 +178,7 @@ TEST(Pod, StatefulSetAffinityOperators) {
 }
 
 TEST(Pod, MultiDocumentFileSkipsOtherKinds) {
-  auto ws = parse_workloads(read_fixture("multi.yaml"), "multi.yaml");
+  auto ws = parse_workloads(workload_fixture("multi.yaml"), "multi.yaml");
   ASSERT_TRUE(ws) << ws.error().str();
   ASSERT_EQ(ws->size(), 1U);
   EXPECT_EQ((*ws)[0].resource.kind, "Deployment");
@@ -186,7 +186,7 @@ TEST(Pod, MultiDocumentFileSkipsOtherKinds) {
 }
 
 TEST(Pod, KubectlListOfPodsAndDeployments) {
-  auto ws = parse_workloads(read_fixture("list.json"), "list.json");
+  auto ws = parse_workloads(workload_fixture("list.json"), "list.json");
   ASSERT_TRUE(ws) << ws.error().str();
   ASSERT_EQ(ws->size(), 3U);
   EXPECT_EQ((*ws)[0].resource.name, "checkout-api");
@@ -269,14 +269,14 @@ spec:
   EXPECT_TRUE((*w.spec.required_terms)[1].match_expressions[0].values.empty());
 }
 
-struct ErrorRow {
+struct WorkloadErrorRow {
   std::string text;
   std::string error;  // the whole Error::str()
 };
 
 TEST(Pod, ErrorsNameTheField) {
   const std::string pod = "kind: Pod\nmetadata: {name: p}\n";
-  const std::vector<ErrorRow> rows = {
+  const std::vector<WorkloadErrorRow> rows = {
       {pod + "spec: {containers: [{name: c, env: [{name: A, value: a}, {name: B, value: b}, "
              "{name: C, value: 8}]}]}\n",
        "w.yaml: spec.containers[0].env[2].value: expected a string, got number"},
@@ -435,12 +435,13 @@ plain text
 }
 
 TEST(Pod, InvalidFixturesAreRejected) {
-  auto fraction = parse_workloads(read_fixture("invalid/gpu-fraction.yaml"), "gpu-fraction.yaml");
+  auto fraction =
+      parse_workloads(workload_fixture("invalid/gpu-fraction.yaml"), "gpu-fraction.yaml");
   ASSERT_FALSE(fraction);
   EXPECT_EQ(fraction.error().str(),
             "gpu-fraction.yaml: spec.containers[0].resources.limits.nvidia.com/gpu: expected an "
             "integer, got \"500m\"");
-  auto env = parse_workloads(read_fixture("invalid/env-number.yaml"), "env-number.yaml");
+  auto env = parse_workloads(workload_fixture("invalid/env-number.yaml"), "env-number.yaml");
   ASSERT_FALSE(env);
   EXPECT_EQ(env.error().str(),
             "env-number.yaml: spec.containers[0].env[0].value: expected a string, got number");

@@ -20,7 +20,7 @@ namespace {
 
 using test_support::db;
 
-std::string read(const std::string& path) {
+std::string plan_fixture(const std::string& path) {
   std::ifstream in(std::string(CUDAGATE_TEST_DATA) + "/plan/" + path);
   if (!in) throw std::runtime_error("missing fixture " + path);
   std::stringstream s;
@@ -34,7 +34,7 @@ struct Fixture {
   Policy policy;
 
   Fixture() {
-    nodes = *parse_nodes(read("nodes.yaml"), "nodes.yaml");
+    nodes = *parse_nodes(plan_fixture("nodes.yaml"), "nodes.yaml");
     std::vector<std::string> files;
     for (const auto& e :
          std::filesystem::directory_iterator(std::string(CUDAGATE_TEST_DATA) + "/plan/workloads")) {
@@ -42,7 +42,7 @@ struct Fixture {
     }
     std::sort(files.begin(), files.end());
     for (const auto& f : files) {
-      auto parsed = parse_workloads(read("workloads/" + f), f);
+      auto parsed = parse_workloads(plan_fixture("workloads/" + f), f);
       if (!parsed) throw std::runtime_error(parsed.error().str());
       std::vector<Workload> read_here = std::move(parsed).value();
       for (Workload& w : read_here) workloads.push_back(std::move(w));
@@ -105,7 +105,7 @@ TEST(RolloutPlan, H100ReplacementBreaksAnSm80OnlyBuildAndTheOrderSaysWhatToBuild
   const Fixture f;
   FleetChanges c;
   c.removals.emplace_back(*LabelSelector::parse("pool=a100"), "pool=a100");
-  c.additions = *parse_nodes(read("h100-pool.yaml"), "h100-pool.yaml");
+  c.additions = *parse_nodes(plan_fixture("h100-pool.yaml"), "h100-pool.yaml");
   const RolloutPlan plan = f.plan(c, /*order=*/true);
   const PlannedWorkload& w = find(plan, "trainer-sm80");
   EXPECT_EQ(w.change, PlanChange::breaks);

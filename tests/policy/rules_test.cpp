@@ -138,7 +138,7 @@ void run(const std::vector<OutcomeCase>& cases) {
   }
 }
 
-const std::string kCuda1281 = [] {
+const std::string kCuda1281Requirement = [] {
   std::string out = "cuda>=12.8";
   for (int branch : {470, 535, 550, 560, 565}) {
     for (const char* brand : {"unknown", "grid", "tesla", "nvidia", "quadro"}) {
@@ -192,20 +192,20 @@ TEST(CudaDriverRule, Outcomes) {
        Outcome::incompatible,
        "needs CUDA 12.4; the node's driver supports up to CUDA 12.2"},
       {"forward compatibility on a datacenter GPU",
-       Md().cuda("12.8").require(kCuda1281),
+       Md().cuda("12.8").require(kCuda1281Requirement),
        t4("535.129.03", "12.2"),
        {},
        Outcome::compatible,
        ""},
       {"no forward-compatible branch",
-       Md().cuda("12.8").require(kCuda1281),
+       Md().cuda("12.8").require(kCuda1281Requirement),
        t4("525.85.12", "12.0"),
        {},
        Outcome::incompatible,
        "needs CUDA 12.8; driver 525.85.12 supports up to CUDA 12.0 (NVIDIA_REQUIRE_CUDA: "
        "unsatisfied condition: cuda>=12.8)"},
       {"brand not offered",
-       Md().cuda("12.8").require(kCuda1281),
+       Md().cuda("12.8").require(kCuda1281Requirement),
        node("535.129.03", "12.2", "8.9", "NVIDIA-GeForce-RTX-4090", "geforce"),
        {},
        Outcome::incompatible,
@@ -250,7 +250,7 @@ TEST(CudaDriverRule, Outcomes) {
        Outcome::unknown,
        "cannot check NVIDIA_REQUIRE_CUDA: the node's driver version is unknown"},
       {"unknown brand",
-       Md().cuda("12.8").require(kCuda1281),
+       Md().cuda("12.8").require(kCuda1281Requirement),
        node("535.129.03", "12.2", "8.0", "NVIDIA-A100-SXM4-80GB", std::nullopt),
        {},
        Outcome::unknown,

@@ -11,7 +11,7 @@ namespace cudagate {
 namespace {
 
 using nlohmann::json;
-const auto kNow = RegistryClock::time_point{} + std::chrono::hours(1);
+const auto kLookupNow = RegistryClock::time_point{} + std::chrono::hours(1);
 
 std::string config_blob(const std::string& cuda, const std::string& arch = "amd64") {
   return json{{"architecture", arch},
@@ -76,7 +76,7 @@ std::vector<RegistryEndpoint> origin(const std::string& host = "registry.example
 }
 
 HttpCall expect_call(ImageLookup& lookup) {
-  auto step = lookup.next(kNow);
+  auto step = lookup.next(kLookupNow);
   const auto* call = std::get_if<HttpCall>(&step);
   if (call == nullptr) {
     ADD_FAILURE() << "expected a call";
@@ -86,7 +86,7 @@ HttpCall expect_call(ImageLookup& lookup) {
 }
 
 LookupFailure expect_failure(ImageLookup& lookup) {
-  auto step = lookup.next(kNow);
+  auto step = lookup.next(kLookupNow);
   const auto* failure = std::get_if<LookupFailure>(&step);
   if (failure == nullptr) {
     ADD_FAILURE() << "expected a failure";
@@ -96,7 +96,7 @@ LookupFailure expect_failure(ImageLookup& lookup) {
 }
 
 ImageLookup::ConfigPtr expect_config(ImageLookup& lookup) {
-  auto step = lookup.next(kNow);
+  auto step = lookup.next(kLookupNow);
   const auto* config = std::get_if<ImageLookup::ConfigPtr>(&step);
   if (config == nullptr) {
     if (const auto* f = std::get_if<LookupFailure>(&step)) ADD_FAILURE() << f->message;
@@ -127,13 +127,13 @@ TEST(ImageLookup, TagThenManifestThenConfigAnonymously) {
   EXPECT_NE(call.accept.find(kDockerManifestList), std::string::npos);
   EXPECT_NE(call.accept.find(kDockerManifest), std::string::npos);
   EXPECT_TRUE(call.authorization.empty());
-  lookup.on_reply(ok(manifest, std::string(kOciManifest)), kNow);
+  lookup.on_reply(ok(manifest, std::string(kOciManifest)), kLookupNow);
   EXPECT_EQ(lookup.resolved_digest(), sha256_digest(manifest));
 
   call = expect_call(lookup);
   EXPECT_EQ(call.purpose, HttpCall::Purpose::config);
   EXPECT_EQ(call.target, "/v2/ml/train/blobs/" + sha256_digest(config));
-  lookup.on_reply(ok(config), kNow);
+  lookup.on_reply(ok(config), kLookupNow);
   const auto result = expect_config(lookup);
   ASSERT_NE(result, nullptr);
   EXPECT_EQ(env_of(*result, "CUDA_VERSION"), "12.4.1");
@@ -161,22 +161,22 @@ TEST(ImageLookup, BearerChallengeGetsATokenWithCredentialsAndKeepsIt) {
   HttpReply challenge = status(401);
   challenge.www_authenticate =
       R"(Bearer realm="https://auth.example.com/token?x=1",service="nvcr.io",scope="repository:nvidia/pytorch:pull")";
-  lookup.on_reply(challenge, kNow);
+  lookup.on_reply(challenge, kLookupNow);
 
   HttpCall call = expect_call(lookup);
   EXPECT_EQ(call.purpose, HttpCall::Purpose::token);
   EXPECT_EQ(call.host, "auth.example.com");
   EXPECT_EQ(call.target, "/token?x=1&service=nvcr.io&scope=repository%3Anvidia%2Fpytorch%3Apull");
   EXPECT_EQ(call.authorization, creds.basic_authorization());
-  lookup.on_reply(ok(R"({"token":"tok-1","expires_in":300})"), kNow);
+  lookup.on_reply(ok(R"({"token":"tok-1","expires_in":300})"), kLookupNow);
 
   call = expect_call(lookup);
   EXPECT_EQ(call.purpose, HttpCall::Purpose::manifest);
   EXPECT_EQ(call.authorization, "Bearer tok-1");
-  lookup.on_reply(ok(manifest, std::string(kDockerManifest)), kNow);
+  lookup.on_reply(ok(manifest, std::string(kDockerManifest)), kLookupNow);
   call = expect_call(lookup);
   EXPECT_EQ(call.authorization, "Bearer tok-1");
-  lookup.on_reply(ok(config), kNow);
+  lookup.on_reply(ok(config), kLookupNow);
   ASSERT_NE(expect_config(lookup), nullptr);
 
   // The next lookup of the repository uses the kept token at once.
@@ -184,7 +184,7 @@ TEST(ImageLookup, BearerChallengeGetsATokenWithCredentialsAndKeepsIt) {
                     &creds, &tokens, nullptr);
   EXPECT_EQ(expect_call(again).authorization, "Bearer tok-1");
   // Until it expires (300 s, renewed 30 s early).
-  auto later = kNow + std::chrono::seconds(280);
+  auto later = kLookupNow + std::chrono::seconds(280);
   auto step = ImageLookup(parse_ref("nvcr.io/nvidia/pytorch:24.03-py3"), Platform{},
                           origin("nvcr.io"), &creds, &tokens, nullptr)
                   .next(later);
@@ -198,9 +198,9 @@ TEST(ImageLookup, RefusedTokenIsUnauthorizedWithoutTheSecret) {
   expect_call(lookup);
   HttpReply challenge = status(401);
   challenge.www_authenticate = R"(Bearer realm="https://auth.example.com/token",service="r")";
-  lookup.on_reply(challenge, kNow);
+  lookup.on_reply(challenge, kLookupNow);
   expect_call(lookup);
-  lookup.on_reply(status(401), kNow);
+  lookup.on_reply(status(401), kLookupNow);
   const LookupFailure f = expect_failure(lookup);
   EXPECT_EQ(f.kind, LookupFailure::Kind::unauthorized);
   EXPECT_NE(f.message.find("refused the configured credentials"), std::string::npos) << f.message;
@@ -214,7 +214,7 @@ TEST(ImageLookup, BasicChallengeWithoutCredentialsSaysSo) {
   expect_call(lookup);
   HttpReply challenge = status(401);
   challenge.www_authenticate = R"(Basic realm="registry")";
-  lookup.on_reply(challenge, kNow);
+  lookup.on_reply(challenge, kLookupNow);
   const LookupFailure f = expect_failure(lookup);
   EXPECT_EQ(f.kind, LookupFailure::Kind::unauthorized);
   EXPECT_NE(f.message.find("none are configured for 127.0.0.1:5000"), std::string::npos)
@@ -228,9 +228,9 @@ TEST(ImageLookup, BasicChallengeWithCredentialsRetriesOnceThenFails) {
   expect_call(lookup);
   HttpReply challenge = status(401);
   challenge.www_authenticate = R"(Basic realm="registry")";
-  lookup.on_reply(challenge, kNow);
+  lookup.on_reply(challenge, kLookupNow);
   EXPECT_EQ(expect_call(lookup).authorization, "Basic dTpw");
-  lookup.on_reply(challenge, kNow);
+  lookup.on_reply(challenge, kLookupNow);
   EXPECT_EQ(expect_failure(lookup).kind, LookupFailure::Kind::unauthorized);
 }
 
@@ -246,14 +246,14 @@ TEST(ImageLookup, IndexResolvesToThePlatform) {
     ImageLookup lookup(parse_ref("registry.example.com/vllm:0.6"), *Platform::parse(platform),
                        origin(), nullptr, nullptr, nullptr);
     expect_call(lookup);
-    lookup.on_reply(ok(index, std::string(kOciIndex)), kNow);
+    lookup.on_reply(ok(index, std::string(kOciIndex)), kLookupNow);
     EXPECT_EQ(lookup.resolved_digest(), sha256_digest(index));
     HttpCall call = expect_call(lookup);
     EXPECT_EQ(call.target, "/v2/vllm/manifests/" + sha256_digest(manifest)) << platform;
-    lookup.on_reply(ok(manifest), kNow);
+    lookup.on_reply(ok(manifest), kLookupNow);
     call = expect_call(lookup);
     EXPECT_EQ(call.target, "/v2/vllm/blobs/" + sha256_digest(config));
-    lookup.on_reply(ok(config), kNow);
+    lookup.on_reply(ok(config), kLookupNow);
     const auto result = expect_config(lookup);
     ASSERT_NE(result, nullptr);
     EXPECT_EQ(result->digest, sha256_digest(config));
@@ -261,7 +261,7 @@ TEST(ImageLookup, IndexResolvesToThePlatform) {
   ImageLookup missing(parse_ref("registry.example.com/vllm:0.6"), *Platform::parse("linux/ppc64le"),
                       origin(), nullptr, nullptr, nullptr);
   expect_call(missing);
-  missing.on_reply(ok(index), kNow);
+  missing.on_reply(ok(index), kLookupNow);
   const LookupFailure f = expect_failure(missing);
   EXPECT_EQ(f.kind, LookupFailure::Kind::not_found);
   EXPECT_NE(f.message.find("no manifest for linux/ppc64le (it has linux/amd64, linux/arm64/v8)"),
@@ -275,9 +275,9 @@ TEST(ImageLookup, ContentNotMatchingItsDigestIsRefused) {
   ImageLookup lookup(parse_ref("registry.example.com/a:1"), Platform{}, origin(), nullptr, nullptr,
                      nullptr);
   expect_call(lookup);
-  lookup.on_reply(ok(manifest), kNow);
+  lookup.on_reply(ok(manifest), kLookupNow);
   expect_call(lookup);
-  lookup.on_reply(ok(config_blob("12.1.0")), kNow);  // another config's bytes
+  lookup.on_reply(ok(config_blob("12.1.0")), kLookupNow);  // another config's bytes
   const LookupFailure f = expect_failure(lookup);
   EXPECT_EQ(f.kind, LookupFailure::Kind::invalid);
   EXPECT_NE(f.message.find("does not match its digest"), std::string::npos) << f.message;
@@ -286,7 +286,7 @@ TEST(ImageLookup, ContentNotMatchingItsDigestIsRefused) {
   const std::string pinned = "registry.example.com/a@" + sha256_digest(manifest);
   ImageLookup by_digest(parse_ref(pinned), Platform{}, origin(), nullptr, nullptr, nullptr);
   EXPECT_EQ(expect_call(by_digest).target, "/v2/a/manifests/" + sha256_digest(manifest));
-  by_digest.on_reply(ok(image_manifest(config_blob("11.8.0"))), kNow);
+  by_digest.on_reply(ok(image_manifest(config_blob("11.8.0"))), kLookupNow);
   EXPECT_EQ(expect_failure(by_digest).kind, LookupFailure::Kind::invalid);
 }
 
@@ -299,19 +299,19 @@ TEST(ImageLookup, RedirectToABlobStoreCarriesNoAuthorization) {
   expect_call(lookup);
   HttpReply challenge = status(401);
   challenge.www_authenticate = R"(Basic realm="r")";
-  lookup.on_reply(challenge, kNow);
+  lookup.on_reply(challenge, kLookupNow);
   expect_call(lookup);
-  lookup.on_reply(ok(manifest), kNow);
+  lookup.on_reply(ok(manifest), kLookupNow);
   EXPECT_EQ(expect_call(lookup).authorization, creds.basic_authorization());
   HttpReply redirect = status(307);
   redirect.location = "http://blobs.example.net:9000/data/abc?sig=xyz";
-  lookup.on_reply(redirect, kNow);
+  lookup.on_reply(redirect, kLookupNow);
   const HttpCall call = expect_call(lookup);
   EXPECT_FALSE(call.tls);
   EXPECT_EQ(call.host, "blobs.example.net:9000");
   EXPECT_EQ(call.target, "/data/abc?sig=xyz");
   EXPECT_TRUE(call.authorization.empty());
-  lookup.on_reply(ok(config), kNow);
+  lookup.on_reply(ok(config), kLookupNow);
   EXPECT_NE(expect_config(lookup), nullptr);
 }
 
@@ -319,11 +319,11 @@ TEST(ImageLookup, EndlessRedirectsEnd) {
   ImageLookup lookup(parse_ref("registry.example.com/a:1"), Platform{}, origin(), nullptr, nullptr,
                      nullptr);
   for (int i = 0; i < 6; ++i) {
-    auto step = lookup.next(kNow);
+    auto step = lookup.next(kLookupNow);
     if (!std::holds_alternative<HttpCall>(step)) break;
     HttpReply redirect = status(302);
     redirect.location = "/v2/a/manifests/1";
-    lookup.on_reply(redirect, kNow);
+    lookup.on_reply(redirect, kLookupNow);
   }
   const LookupFailure f = expect_failure(lookup);
   EXPECT_NE(f.message.find("more than 5 redirects"), std::string::npos) << f.message;
@@ -337,11 +337,11 @@ TEST(ImageLookup, MirrorMissFallsBackToTheOrigin) {
   ImageLookup lookup(parse_ref("pytorch/pytorch:2.4.1-cuda12.4-cudnn9-runtime"), Platform{},
                      endpoints, nullptr, nullptr, nullptr);
   EXPECT_EQ(expect_call(lookup).host, "mirror.example.com");
-  lookup.on_reply(status(404), kNow);
+  lookup.on_reply(status(404), kLookupNow);
   EXPECT_EQ(expect_call(lookup).host, "registry-1.docker.io");
-  lookup.on_reply(ok(manifest), kNow);
+  lookup.on_reply(ok(manifest), kLookupNow);
   expect_call(lookup);
-  lookup.on_reply(ok(config), kNow);
+  lookup.on_reply(ok(config), kLookupNow);
   EXPECT_NE(expect_config(lookup), nullptr);
 
   ImageLookup down(parse_ref("pytorch/pytorch:2.4.1"), Platform{}, endpoints, nullptr, nullptr,
@@ -349,7 +349,7 @@ TEST(ImageLookup, MirrorMissFallsBackToTheOrigin) {
   expect_call(down);
   down.on_transport_error("connection refused");
   EXPECT_EQ(expect_call(down).host, "registry-1.docker.io");
-  down.on_reply(status(404), kNow);
+  down.on_reply(status(404), kLookupNow);
   const LookupFailure f = expect_failure(down);
   EXPECT_EQ(f.kind, LookupFailure::Kind::not_found);
   EXPECT_NE(f.message.find("registry-1.docker.io/pytorch/pytorch:2.4.1: not found"),
@@ -363,7 +363,7 @@ TEST(ImageLookup, RateLimitCarriesRetryAfter) {
   expect_call(lookup);
   HttpReply limited = status(429);
   limited.retry_after = "17";
-  lookup.on_reply(limited, kNow);
+  lookup.on_reply(limited, kLookupNow);
   const LookupFailure f = expect_failure(lookup);
   EXPECT_EQ(f.kind, LookupFailure::Kind::rate_limited);
   EXPECT_EQ(f.retry_after, std::chrono::seconds(17));
@@ -379,7 +379,7 @@ TEST(ImageLookup, AKnownConfigIsNotFetchedAgain) {
       parse_ref("registry.example.com/a:2"), Platform{}, origin(), nullptr, nullptr,
       [&](std::string_view digest) { return digest == known->digest ? known : nullptr; });
   expect_call(lookup);
-  lookup.on_reply(ok(manifest), kNow);
+  lookup.on_reply(ok(manifest), kLookupNow);
   EXPECT_EQ(expect_config(lookup), known);
   EXPECT_EQ(lookup.calls(), 1);
 }
@@ -392,7 +392,7 @@ TEST(ImageLookup, UnreadableManifestsAreInvalid) {
     ImageLookup lookup(parse_ref("registry.example.com/a:1"), Platform{}, origin(), nullptr,
                        nullptr, nullptr);
     expect_call(lookup);
-    lookup.on_reply(ok(body), kNow);
+    lookup.on_reply(ok(body), kLookupNow);
     const LookupFailure f = expect_failure(lookup);
     EXPECT_EQ(f.kind, LookupFailure::Kind::invalid) << body;
   }

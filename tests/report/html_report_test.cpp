@@ -9,24 +9,21 @@
 
 #include "report/html_page.h"
 #include "tests/support/audit_fixture.h"
+#include "tests/support/occurrences.h"
 
 namespace cudagate {
 namespace {
 
-std::size_t count(const std::string& text, const std::string& what) {
-  std::size_t n = 0;
-  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
+using test_support::occurrences;
 
 TEST(HtmlReport, MatrixOfWorkloadsAndNodeGroups) {
   const Audit audit = test_support::fixture_audit();
   const std::string html = html_report(audit, 1764584444);
   EXPECT_TRUE(html.starts_with("<!DOCTYPE html>"));
-  EXPECT_EQ(count(html, "<tr class=\"workload\""), audit.workloads.size());
-  EXPECT_EQ(count(html, "<th class=\"group\""), 4U);
-  EXPECT_EQ(count(html, "<td class=\"cell "), audit.workloads.size() * 4);
-  EXPECT_EQ(count(html, "<tr class=\"workload\" data-verdict=\"fail\">"), 1U);
+  EXPECT_EQ(occurrences(html, "<tr class=\"workload\""), audit.workloads.size());
+  EXPECT_EQ(occurrences(html, "<th class=\"group\""), 4U);
+  EXPECT_EQ(occurrences(html, "<td class=\"cell "), audit.workloads.size() * 4);
+  EXPECT_EQ(occurrences(html, "<tr class=\"workload\" data-verdict=\"fail\">"), 1U);
   EXPECT_NE(html.find("2025-12-01T10:20:44 UTC"), std::string::npos);
   EXPECT_NE(html.find("<b>Tesla-T4</b><span>driver 535.129.03</span><span>CUDA 12.2</span>"
                       "<span>cc 7.5</span><span>2 nodes</span>"),
@@ -58,7 +55,7 @@ TEST(HtmlReport, FindingsListEveryWorkloadThatFailsOrWarns) {
   const Audit audit = test_support::fixture_audit();
   const std::string html = html_report(audit, 0);
   const ResultCounts counts = count_results(audit);
-  EXPECT_EQ(count(html, "<article id=\"w"), counts.fail + counts.warn + counts.error);
+  EXPECT_EQ(occurrences(html, "<article id=\"w"), counts.fail + counts.warn + counts.error);
   EXPECT_NE(html.find("fix: upgrade the driver to 550.54.14 or newer"), std::string::npos);
 }
 
@@ -89,7 +86,7 @@ TEST(HtmlReport, ColumnsFromTheDecisionsWithoutAnInventory) {
   audit.node_groups.clear();
   const std::string html = html_report(audit, 0);
   // Every GPU group some workload is a candidate for.
-  EXPECT_EQ(count(html, "<th class=\"group\""), 4U);
+  EXPECT_EQ(occurrences(html, "<th class=\"group\""), 4U);
 }
 
 }  // namespace

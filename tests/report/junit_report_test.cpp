@@ -7,17 +7,13 @@
 #include <string>
 
 #include "tests/support/audit_fixture.h"
+#include "tests/support/occurrences.h"
 
 namespace cudagate {
 namespace {
 
 using test_support::fixture_audit;
-
-std::size_t count(const std::string& text, const std::string& what) {
-  std::size_t n = 0;
-  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
+using test_support::occurrences;
 
 TEST(JunitReport, CountsFollowFailOn) {
   const Audit audit = fixture_audit();
@@ -27,13 +23,13 @@ TEST(JunitReport, CountsFollowFailOn) {
                          "errors=\"1\" skipped=\"2\""),
             std::string::npos)
       << on_fail;
-  EXPECT_EQ(count(on_fail, "<testcase "), 9U);
-  EXPECT_EQ(count(on_fail, "<failure "), 1U);
-  EXPECT_EQ(count(on_fail, "<skipped "), 2U);
-  EXPECT_EQ(count(on_fail, "<error "), 1U);
+  EXPECT_EQ(occurrences(on_fail, "<testcase "), 9U);
+  EXPECT_EQ(occurrences(on_fail, "<failure "), 1U);
+  EXPECT_EQ(occurrences(on_fail, "<skipped "), 2U);
+  EXPECT_EQ(occurrences(on_fail, "<error "), 1U);
   // Partial workloads pass under --fail-on fail and fail under --fail-on warn.
   const std::string on_warn = junit_report(audit, FailOn::warn, 0);
-  EXPECT_EQ(count(on_warn, "<failure "), 4U);
+  EXPECT_EQ(occurrences(on_warn, "<failure "), 4U);
   EXPECT_NE(on_warn.find("failures=\"4\""), std::string::npos);
   EXPECT_EQ(junit_report(audit, FailOn::never, 0), on_fail);
 }
