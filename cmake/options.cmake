@@ -36,3 +36,13 @@ if(CUDAGATE_FUZZ)
   target_compile_options(cudagate_options INTERFACE -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer)
   target_link_options(cudagate_options INTERFACE -fsanitize=address,undefined)
 endif()
+
+# The sanitizer presets compile unity sources (CMAKE_UNITY_BUILD: each a batch
+# of one target's sources), which parses each header once a batch instead of
+# once a source. GCC's -Wsubobject-linkage tells a class in a header from one
+# in the source by whether it is in the main file, and in a unity build no
+# source is: a class holding a type of its own source's anonymous namespace
+# is then reported as if a header held it.
+if(CMAKE_UNITY_BUILD)
+  target_compile_options(cudagate_options INTERFACE $<$<CXX_COMPILER_ID:GNU>:-Wno-subobject-linkage>)
+endif()

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Runs every cudagate test: installs the dependencies, checks the formatting,
 # builds the Kubernetes components (scripts/cluster-build.sh) that the cluster
-# tests run, builds twice (release, and Debug with AddressSanitizer + UBSan)
-# and runs the whole ctest suite in both (the cluster tests, label `cluster`,
-# against the release build only), builds the server with ThreadSanitizer and runs
-# the tests of what its threads share, then builds the libFuzzer targets with
-# clang and fuzzes each parser for a bounded time. Exits non-zero on the first
-# failure.
+# tests run, builds the release binary and runs the tests of the binary against
+# it (end-to-end, then the cluster tests, label `cluster`), builds every target
+# in Debug with AddressSanitizer + UBSan and runs the whole ctest suite but the
+# cluster tests there, builds the server with ThreadSanitizer and runs the tests
+# of what its threads share, then builds the libFuzzer targets with clang and
+# fuzzes each parser for a bounded time. Exits non-zero on the first failure.
+# The release test preset's label filter and build preset's targets say what
+# the release stage builds and runs (CMakePresets.json).
 #
 #   scripts/test.sh                 everything
 #   scripts/test.sh release         one configuration (release | dev | tsan | fuzz)
