@@ -1,8 +1,8 @@
 # Entry points; the build itself is CMake (CMakePresets.json).
 #   make test    every test: scripts/test.sh (release, dev with sanitizers, tsan, fuzz)
 #   make bench   the Google Benchmark suite of bench/micro (release build), then
-#                the load comparison against ../shared/bench's peers
-#                (bench/load/compare.sh)
+#                the load comparison against the load harness's peers
+#                (bench/load/compare.sh; BENCH_DIR names the harness's folder)
 #   make fuzz    every libFuzzer target for 10 million runs (scripts/fuzz.sh;
 #                FUZZ_RUNS and FUZZ_SECONDS change that), one table of results
 #   make soak    10 minutes of mixed load at 80% of peak with faults injected,

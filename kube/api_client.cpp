@@ -1,22 +1,28 @@
-// The API client: one connection a request, retries inside the request,
-// lists page by page; and its blocking form on an io_context of its own.
+// The API client: each request a coroutine on the client's strand, with its
+// retries, over kept-alive connections (https/pool.h); lists page by page;
+// and its blocking form on an io_context of its own.
 #include "kube/api_client.h"
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <mutex>
+#include <exception>
 #include <random>
 #include <utility>
 #include <vector>
 
-#include "kube/api_connection.h"
+#include "https/pool.h"
+#include "kube/api_credentials.h"
+#include "kube/api_transport.h"
 
 namespace cudagate::kube {
 namespace {
@@ -75,19 +81,25 @@ std::string list_target(ApiCallId call, const ListOptions& options, unsigned pag
   return target;
 }
 
-struct ApiClient::State : std::enable_shared_from_this<ApiClient::State> {
+struct ApiClient::State {
   State(const net::any_io_executor& executor, ClusterConfig config, ApiClientOptions opts)
       : strand(net::make_strand(executor)),
         credentials(strand, std::move(config)),
         options(opts),
-        random(opts.seed) {}
+        random(opts.seed),
+        pool(strand, https::PoolLimits{kMaxConnections, kMaxConnections, kConnectTimeout}),
+        tls(credentials.config().insecure_skip_tls_verify) {}
 
+  static constexpr std::size_t kMaxConnections = 8;
+
+  // All on the strand.
   net::strand<net::any_io_executor> strand;
   ApiCredentials credentials;
   ApiClientOptions options;
   std::mt19937_64 random;
-  bool stopped = false;  // on the strand
-  std::vector<std::weak_ptr<ApiConnection>> connections;
+  https::Pool pool;
+  ApiTls tls;
+  bool stopped = false;
   std::vector<std::weak_ptr<net::steady_timer>> timers;
 
   struct Attempt {
@@ -96,137 +108,127 @@ struct ApiClient::State : std::enable_shared_from_this<ApiClient::State> {
     std::string target;
     std::string content_type;
     std::string body;
-    std::function<void(Expected<ApiResponse>)> handler;
-    unsigned attempts = 0;
-    bool reauthenticated = false;
-    milliseconds backoff{0};
   };
-
-  std::string where(ApiCallId call) const {
-    const ApiCall& c = api_call(call);
-    return "API server " + credentials.config().server.host + ": " + std::string(c.verb) + " " +
-           std::string(c.resource);
-  }
-
-  void prune() {
-    std::erase_if(connections, [](const auto& w) { return w.expired(); });
-    std::erase_if(timers, [](const auto& w) { return w.expired(); });
-  }
-
-  milliseconds next_backoff(Attempt& a) {
-    a.backoff = a.backoff.count() == 0 ? options.initial_backoff
-                                       : std::min(a.backoff * 2, options.max_backoff);
-    const auto half = a.backoff.count() / 2;
-    std::uniform_int_distribution<std::int64_t> jitter(0, std::max<std::int64_t>(half, 0));
-    return milliseconds(a.backoff.count() - half + jitter(random));
-  }
-
-  void wait_then(milliseconds delay, const std::shared_ptr<Attempt>& a) {
-    auto timer = std::make_shared<net::steady_timer>(strand, delay);
-    prune();
-    timers.push_back(timer);
-    timer->async_wait([self = shared_from_this(), timer, a](const boost::system::error_code& ec) {
-      if (ec || self->stopped) return;
-      self->run(a);
-    });
-  }
-
-  // A failure of one attempt: retried while attempts are left, else the end.
-  void retry_or_fail(const std::shared_ptr<Attempt>& a, std::optional<milliseconds> delay,
-                     Expected<ApiResponse> last) {
-    if (a->attempts < options.max_attempts) {
-      const milliseconds wait = delay ? *delay : next_backoff(*a);
-      spdlog::info("{}: retrying in {} ms (attempt {} of {})", where(a->call), wait.count(),
-                   a->attempts + 1, options.max_attempts);
-      wait_then(wait, a);
-      return;
-    }
-    a->handler(std::move(last));
-  }
-
-  void run(const std::shared_ptr<Attempt>& a) {
-    if (stopped) return;
-    ++a->attempts;
-    credentials.async_current([self = shared_from_this(), a](Expected<Credentials> creds) {
-      if (self->stopped) return;
-      if (!creds) return self->retry_or_fail(a, std::nullopt, creds.error());
-      auto opened = open_connection(self->strand, self->credentials.config(), *creds,
-                                    verb_of(a->method), a->target);
-      if (!opened) return a->handler(opened.error());
-      std::shared_ptr<ApiConnection> connection = std::move(*opened);
-      if (!a->content_type.empty()) {
-        connection->request.set(http::field::content_type, a->content_type);
-      }
-      if (!a->body.empty() || a->method == "PATCH") {
-        connection->request.body() = a->body;
-        connection->request.prepare_payload();
-      }
-      self->prune();
-      self->connections.push_back(connection);
-      send_request(
-          connection, self->credentials.config(),
-          [self, a, connection](const boost::system::error_code& ec, std::string_view what) {
-            if (connection->cancelled || self->stopped) return;
-            if (ec) {
-              return self->retry_or_fail(
-                  a, std::nullopt,
-                  Error{self->where(a->call), std::string(what) + ": " + ec.message()});
-            }
-            self->read(a, connection);
-          });
-    });
-  }
-
-  void read(const std::shared_ptr<Attempt>& a, const std::shared_ptr<ApiConnection>& connection) {
-    auto parser = std::make_shared<http::response_parser<http::string_body>>();
-    parser->body_limit(options.max_response_bytes);
-    beast::get_lowest_layer(connection->stream).expires_after(options.request_timeout);
-    http::async_read(connection->stream, connection->buffer, *parser,
-                     [self = shared_from_this(), a, connection, parser](
-                         const boost::system::error_code& ec, std::size_t) {
-                       if (connection->cancelled || self->stopped) return;
-                       if (ec) {
-                         return self->retry_or_fail(
-                             a, std::nullopt,
-                             Error{self->where(a->call), "no whole response: " + ec.message()});
-                       }
-                       ApiResponse response;
-                       response.status = static_cast<int>(parser->get().result_int());
-                       response.retry_after = retry_after(parser->get().base());
-                       response.body = std::move(parser->get().body());
-                       if (response.status == 401 && !a->reauthenticated) {
-                         // A rotated token file or an expired exec credential: read again, once.
-                         a->reauthenticated = true;
-                         self->credentials.invalidate();
-                         --a->attempts;
-                         return self->run(a);
-                       }
-                       if (retryable(response.status)) {
-                         std::optional<milliseconds> delay;
-                         if (response.retry_after) {
-                           delay = std::chrono::duration_cast<milliseconds>(
-                               std::min(*response.retry_after, self->options.max_retry_after));
-                         }
-                         return self->retry_or_fail(a, delay, std::move(response));
-                       }
-                       if (response.status == 401) self->credentials.invalidate();
-                       a->handler(std::move(response));
-                     });
-  }
 
   struct Listing {
     ApiCallId call{};
     ListOptions options;
     ListPageHandler on_page;
     DoneHandler done;
-    std::string continue_token;
-    unsigned restarts = 0;
-    bool first = true;
   };
 
-  // Requests the listing's next page; its answer requests the one after.
-  static void list_step(const std::shared_ptr<State>& state,
-                        const std::shared_ptr<Listing>& listing);
+  [[nodiscard]] std::string where(ApiCallId call) const {
+    const ApiCall& c = api_call(call);
+    return "API server " + credentials.config().server.host + ": " + std::string(c.verb) + " " +
+           std::string(c.resource);
+  }
+
+  [[nodiscard]] Error stopped_error(ApiCallId call) const {
+    return Error{where(call), "the client was stopped"};
+  }
+
+  milliseconds next_backoff(milliseconds& backoff) {
+    backoff =
+        backoff.count() == 0 ? options.initial_backoff : std::min(backoff * 2, options.max_backoff);
+    const auto half = backoff.count() / 2;
+    std::uniform_int_distribution<std::int64_t> jitter(0, std::max<std::int64_t>(half, 0));
+    return milliseconds(backoff.count() - half + jitter(random));
+  }
+
+  // False when stop() ended the wait.
+  net::awaitable<bool> sleep(milliseconds delay) {
+    auto timer = std::make_shared<net::steady_timer>(strand, delay);
+    std::erase_if(timers, [](const auto& w) { return w.expired(); });
+    timers.push_back(timer);
+    boost::system::error_code ec;
+    co_await timer->async_wait(net::redirect_error(net::use_awaitable, ec));
+    co_return !ec && !stopped;
+  }
+
+  // One request with its retries: the response of its last attempt (any
+  // status), or an Error when it never got one.
+  net::awaitable<Expected<ApiResponse>> perform(Attempt a) {
+    Expected<ApiResponse> last = Error{where(a.call), "no attempt was made"};
+    bool reauthenticated = false;
+    milliseconds backoff{0};
+    unsigned attempt = 1;
+    while (true) {
+      std::optional<milliseconds> delay;
+      auto creds = co_await credentials.current(net::use_awaitable);
+      if (stopped) co_return stopped_error(a.call);
+      if (!creds) {
+        last = creds.error();
+      } else {
+        bool renewed = false;
+        auto client = tls.for_credentials(credentials.config(), *creds, renewed);
+        if (!client) co_return client.error();
+        if (renewed) pool.drop_idle();
+        https::Request request =
+            api_request(credentials.config(), *creds, verb_of(a.method), a.target);
+        if (!a.content_type.empty()) request.set(http::field::content_type, a.content_type);
+        if (!a.body.empty() || a.method == "PATCH") {
+          request.body() = a.body;
+          request.prepare_payload();
+        }
+        auto reply = co_await pool.exchange(
+            api_endpoint(credentials.config()), *client, request,
+            https::ExchangeLimits{options.request_timeout, options.max_response_bytes});
+        if (stopped) co_return stopped_error(a.call);
+        if (!reply) {
+          last = Error{where(a.call), reply.error().message};
+        } else {
+          ApiResponse response;
+          response.status = static_cast<int>(reply->result_int());
+          response.retry_after = retry_after(reply->base());
+          response.body = std::move(reply->body());
+          if (response.status == 401 && !reauthenticated) {
+            // A rotated token file or an expired exec credential: read again, once.
+            reauthenticated = true;
+            credentials.invalidate();
+            continue;
+          }
+          if (!retryable(response.status)) {
+            if (response.status == 401) credentials.invalidate();
+            co_return response;
+          }
+          if (response.retry_after) {
+            delay = std::chrono::duration_cast<milliseconds>(
+                std::min(*response.retry_after, options.max_retry_after));
+          }
+          last = std::move(response);
+        }
+      }
+      if (attempt >= options.max_attempts) co_return last;
+      const milliseconds wait = delay ? *delay : next_backoff(backoff);
+      spdlog::info("{}: retrying in {} ms (attempt {} of {})", where(a.call), wait.count(),
+                   attempt + 1, options.max_attempts);
+      if (!co_await sleep(wait)) co_return stopped_error(a.call);
+      ++attempt;
+    }
+  }
+
+  // perform(), its answer handed on unless the client was stopped.
+  static net::awaitable<void> answer(std::shared_ptr<State> self, Attempt a,
+                                     std::function<void(Expected<ApiResponse>)> handler) {
+    auto response = co_await self->perform(std::move(a));
+    if (!self->stopped) handler(std::move(response));
+  }
+
+  // Every page of a listing, each requested when the one before was handed on.
+  static net::awaitable<void> list_pages(std::shared_ptr<State> self, Listing listing);
+
+  // Runs `coroutine` on the strand; an exception out of it (out of memory, a
+  // bug) is logged, and what waited for it is not answered.
+  static void spawn(const std::shared_ptr<State>& self, net::awaitable<void> coroutine) {
+    net::co_spawn(self->strand, std::move(coroutine), [](const std::exception_ptr& error) {
+      if (!error) return;
+      try {
+        std::rethrow_exception(error);
+      } catch (const std::exception& e) {
+        spdlog::error("API client: internal error: {}", e.what());
+      }
+    });
+  }
 };
 
 ApiClient::ApiClient(const net::any_io_executor& executor, ClusterConfig config,
@@ -238,9 +240,7 @@ ApiClient::~ApiClient() = default;
 void ApiClient::stop() {
   net::post(state_->strand, [state = state_] {
     state->stopped = true;
-    for (auto& w : state->connections) {
-      if (auto c = w.lock()) c->cancel();
-    }
+    state->pool.close();
     for (auto& w : state->timers) {
       if (auto t = w.lock()) t->cancel();
     }
@@ -250,14 +250,9 @@ void ApiClient::stop() {
 void ApiClient::request(ApiCallId call, std::string method, std::string target,
                         std::string content_type, std::string body,
                         std::function<void(Expected<ApiResponse>)> handler) {
-  auto attempt = std::make_shared<State::Attempt>();
-  attempt->call = call;
-  attempt->method = std::move(method);
-  attempt->target = std::move(target);
-  attempt->content_type = std::move(content_type);
-  attempt->body = std::move(body);
-  attempt->handler = std::move(handler);
-  net::post(state_->strand, [state = state_, attempt] { state->run(attempt); });
+  State::Attempt attempt{call, std::move(method), std::move(target), std::move(content_type),
+                         std::move(body)};
+  State::spawn(state_, State::answer(state_, std::move(attempt), std::move(handler)));
 }
 
 namespace {
@@ -278,31 +273,30 @@ Expected<nlohmann::json> json_body(const ApiResponse& response, const std::strin
 
 }  // namespace
 
-void ApiClient::State::list_step(const std::shared_ptr<State>& state,
-                                 const std::shared_ptr<Listing>& listing) {
-  auto a = std::make_shared<Attempt>();
-  a->call = listing->call;
-  a->method = "GET";
-  a->target = list_target(listing->call, listing->options, state->options.page_size,
-                          listing->continue_token);
-  std::weak_ptr<State> weak = state;
-  a->handler = [weak, listing](Expected<ApiResponse> response) {
-    auto self = weak.lock();
-    if (!self) return;
-    const std::string where = self->where(listing->call);
-    if (!response) return listing->done(response.error());
-    if (response->status == 410 && !listing->continue_token.empty() && listing->restarts < 3) {
+net::awaitable<void> ApiClient::State::list_pages(std::shared_ptr<State> self, Listing listing) {
+  const std::string where = self->where(listing.call);
+  const ApiCall c = api_call(listing.call).at_version(listing.options.version);
+  std::string continue_token;
+  unsigned restarts = 0;
+  bool first = true;
+  while (true) {
+    Attempt a{listing.call, "GET",
+              list_target(listing.call, listing.options, self->options.page_size, continue_token),
+              "", ""};
+    auto response = co_await self->perform(std::move(a));
+    if (self->stopped) co_return;
+    if (!response) co_return listing.done(response.error());
+    if (response->status == 410 && !continue_token.empty() && restarts < 3) {
       // The continue token expired (etcd compaction): the list starts again.
       spdlog::info("{}: the continue token expired (410 Gone): listing again", where);
-      ++listing->restarts;
-      listing->continue_token.clear();
-      listing->first = true;
-      return list_step(self, listing);
+      ++restarts;
+      continue_token.clear();
+      first = true;
+      continue;
     }
-    if (response->status != 200) return listing->done(Error{where, status_text(*response)});
+    if (response->status != 200) co_return listing.done(Error{where, status_text(*response)});
     auto page = json_body(*response, where);
-    if (!page) return listing->done(page.error());
-    const ApiCall c = api_call(listing->call).at_version(listing->options.version);
+    if (!page) co_return listing.done(page.error());
     std::string token;
     if (auto meta = page->find("metadata"); meta != page->end() && meta->is_object()) {
       if (auto it = meta->find("continue"); it != meta->end() && it->is_string()) {
@@ -316,14 +310,10 @@ void ApiClient::State::list_step(const std::shared_ptr<State>& state,
         if (!item.contains("apiVersion")) item["apiVersion"] = c.api_version();
       }
     }
-    const bool first = listing->first;
-    listing->first = false;
-    listing->on_page(std::move(*page), first);
-    if (token.empty()) return listing->done(std::nullopt);
-    listing->continue_token = std::move(token);
-    list_step(self, listing);
-  };
-  state->run(a);
+    listing.on_page(std::move(*page), std::exchange(first, false));
+    if (token.empty()) co_return listing.done(std::nullopt);
+    continue_token = std::move(token);
+  }
 }
 
 void ApiClient::get(ApiCallId call, const std::string& namespace_, const std::string& name,
@@ -339,12 +329,8 @@ void ApiClient::get(ApiCallId call, const std::string& namespace_, const std::st
 
 void ApiClient::list(ApiCallId call, ListOptions options, ListPageHandler on_page,
                      DoneHandler done) {
-  auto listing = std::make_shared<State::Listing>();
-  listing->call = call;
-  listing->options = std::move(options);
-  listing->on_page = std::move(on_page);
-  listing->done = std::move(done);
-  net::post(state_->strand, [state = state_, listing] { State::list_step(state, listing); });
+  State::Listing listing{call, std::move(options), std::move(on_page), std::move(done)};
+  State::spawn(state_, State::list_pages(state_, std::move(listing)));
 }
 
 void ApiClient::apply(ApiCallId call, const std::string& namespace_, const std::string& name,

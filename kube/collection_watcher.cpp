@@ -1,25 +1,24 @@
-// Performing the list-and-watch protocol over HTTPS with Boost.Beast: one
-// connection a request, the watch body read as it arrives.
+// Performing the list-and-watch protocol over cudagate's HTTPS client: each
+// list or watch a coroutine on a connection of its own, the watch body read
+// as it arrives.
 #include "kube/collection_watcher.h"
 
-#include <openssl/ssl.h>
 #include <spdlog/spdlog.h>
 
 #include <array>
-#include <boost/asio/connect.hpp>
-#include <boost/asio/ip/address.hpp>
-#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/ssl.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <boost/beast/ssl.hpp>
+#include <boost/asio/ssl/error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/parser.hpp>
 #include <chrono>
 #include <exception>
 #include <optional>
-#include <thread>
 #include <utility>
 
+#include "https/connection.h"
 #include "kube/event_stream.h"
 
 namespace cudagate::kube {
@@ -36,10 +35,9 @@ constexpr std::size_t kMaxErrorBody = std::size_t{64} * 1024;
 
 }  // namespace
 
-struct CollectionWatcher::Request : std::enable_shared_from_this<CollectionWatcher::Request> {
+struct CollectionWatcher::Request {
   WatchAction action;
-  std::shared_ptr<ApiConnection> connection;
-  http::response_parser<http::buffer_body> parser;
+  std::shared_ptr<https::Connection> connection;
   std::array<char, std::size_t{64} * 1024> chunk{};
   std::string body;  // a list page, or an error's body
   EventStream events;
@@ -62,6 +60,7 @@ CollectionWatcher::CollectionWatcher(std::shared_ptr<ApiCredentials> credentials
       collection_(collection),
       on_step_(std::move(on_step)),
       protocol_(options),
+      tls_(credentials_->config().insecure_skip_tls_verify),
       wait_timer_(strand_) {}
 
 CollectionWatcher::~CollectionWatcher() = default;
@@ -92,100 +91,97 @@ void CollectionWatcher::perform(WatchAction action) {
     });
     return;
   }
-
-  send(std::move(action));
+  auto request = std::make_shared<Request>();
+  request->action = std::move(action);
+  current_ = request;
+  net::co_spawn(strand_, run(request), [](const std::exception_ptr& error) {
+    if (!error) return;
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      spdlog::error("API server: a watch request ended: {}", e.what());
+    }
+  });
 }
 
-void CollectionWatcher::send(WatchAction action) {
-  credentials_->async_current(
-      [this, action = std::move(action)](Expected<Credentials> credentials) mutable {
-        if (stopped_) return;
-        if (!credentials) {
-          spdlog::error("{}", credentials.error().str());
-          perform(protocol_.transport_error());
-          return;
-        }
-        const ClusterConfig& config = credentials_->config();
-        const std::string target = collection_.target(action, protocol_.options());
-        auto connection = open_connection(strand_, config, *credentials, http::verb::get, target);
-        if (!connection) {
-          spdlog::error("{}", connection.error().str());
-          perform(protocol_.transport_error());
-          return;
-        }
-        auto request = std::make_shared<Request>();
-        request->action = std::move(action);
-        request->connection = std::move(*connection);
-        current_ = request;
-        send_request(request->connection, config,
-                     [this, request](const boost::system::error_code& ec, std::string_view what) {
-                       if (failed(request, ec, what)) return;
-                       read_header(request);
-                     });
-      });
-}
-
-bool CollectionWatcher::failed(const std::shared_ptr<Request>& request,
-                               const boost::system::error_code& ec, std::string_view what) {
-  if (request->cancelled) return true;
-  if (!ec) return false;
-  spdlog::warn("API server {}: {}: {}", credentials_->config().server.host, what, ec.message());
+void CollectionWatcher::fail(std::string_view what) {
+  spdlog::warn("API server {}: {}", credentials_->config().server.host, what);
   current_.reset();
   perform(protocol_.transport_error());
-  return true;
 }
 
-void CollectionWatcher::read_header(const std::shared_ptr<Request>& request) {
-  beast::get_lowest_layer(request->connection->stream).expires_after(kConnectTimeout);
-  request->parser.body_limit(request->action.kind == WatchAction::Kind::list
-                                 ? boost::optional<std::uint64_t>(kMaxListPage)
-                                 : boost::none);
-  http::async_read_header(request->connection->stream, request->connection->buffer, request->parser,
-                          [this, request](const boost::system::error_code& ec, std::size_t) {
-                            if (request->cancelled) return;
-                            if (ec) {
-                              spdlog::warn("API server: no response: {}", ec.message());
-                              current_.reset();
-                              perform(protocol_.transport_error());
-                              return;
-                            }
-                            const auto& header = request->parser.get();
-                            request->status = static_cast<int>(header.result_int());
-                            request->retry_after = retry_after(header.base());
-                            read_body(request);
-                          });
-}
+net::awaitable<void> CollectionWatcher::run(std::shared_ptr<Request> request) {
+  // After each wait: a cancelled request touches nothing of the watcher.
+  auto credentials = co_await credentials_->current(net::use_awaitable);
+  if (request->cancelled) co_return;
+  if (!credentials) {
+    spdlog::error("{}", credentials.error().str());
+    current_.reset();
+    perform(protocol_.transport_error());
+    co_return;
+  }
+  const ClusterConfig& config = credentials_->config();
+  bool renewed = false;
+  auto client = tls_.for_credentials(config, *credentials, renewed);
+  if (!client) {
+    spdlog::error("{}", client.error().str());
+    current_.reset();
+    perform(protocol_.transport_error());
+    co_return;
+  }
+  request->connection = std::make_shared<https::Connection>(strand_);
+  https::Connection& connection = *request->connection;
+  auto failure = co_await connection.open(api_endpoint(config), *client, kConnectTimeout);
+  if (request->cancelled) co_return;
+  if (failure) co_return fail(failure->message);
 
-void CollectionWatcher::read_body(const std::shared_ptr<Request>& request) {
+  https::Request message =
+      api_request(config, *credentials, http::verb::get,
+                  collection_.target(request->action, protocol_.options()), /*keep_alive=*/false);
+  connection.tcp().expires_after(kConnectTimeout);
+  auto ec = co_await connection.write(message);
+  if (request->cancelled) co_return;
+  if (ec) co_return fail("cannot send the request: " + ec.message());
+
+  http::response_parser<http::buffer_body> parser;
+  parser.body_limit(request->action.kind == WatchAction::Kind::list
+                        ? boost::optional<std::uint64_t>(kMaxListPage)
+                        : boost::none);
+  connection.tcp().expires_after(kConnectTimeout);
+  ec = co_await connection.read_header(parser);
+  if (request->cancelled) co_return;
+  if (ec) co_return fail("no response: " + ec.message());
+  request->status = static_cast<int>(parser.get().result_int());
+  request->retry_after = retry_after(parser.get().base());
+
+  // The body as it arrives: a watch's events, a list page or an error.
   const bool watching = request->status == 200 && request->action.kind == WatchAction::Kind::watch;
-  beast::get_lowest_layer(request->connection->stream)
-      .expires_after(watching ? protocol_.options().watch_timeout + seconds(30) : kListReadTimeout);
-  auto& body = request->parser.get().body();
-  body.data = request->chunk.data();
-  body.size = request->chunk.size();
-  http::async_read_some(
-      request->connection->stream, request->connection->buffer, request->parser,
-      [this, request, watching](boost::system::error_code ec, std::size_t) {
-        if (request->cancelled) return;
-        if (ec == http::error::need_buffer) ec = {};
-        const std::size_t got = request->chunk.size() - request->parser.get().body().size;
-        const std::string_view bytes(request->chunk.data(), got);
-        if (!ec && got > 0) {
-          if (watching) {
-            if (!deliver_events(request, bytes)) return;
-          } else if (request->status != 200 && request->body.size() + got > kMaxErrorBody) {
-            // Enough of an error body to say what it was.
-          } else {
-            request->body.append(bytes);
-          }
-        }
-        if (ec || request->parser.is_done()) {
-          current_.reset();
-          finish(request, ec);
-          return;
-        }
-        read_body(request);
-      });
+  while (true) {
+    connection.tcp().expires_after(watching ? protocol_.options().watch_timeout + seconds(30)
+                                            : kListReadTimeout);
+    auto& body = parser.get().body();
+    body.data = request->chunk.data();
+    body.size = request->chunk.size();
+    ec = co_await connection.read_some(parser);
+    if (request->cancelled) co_return;
+    if (ec == http::error::need_buffer) ec = {};
+    const std::size_t got = request->chunk.size() - parser.get().body().size;
+    const std::string_view bytes(request->chunk.data(), got);
+    if (!ec && got > 0) {
+      if (watching) {
+        if (!deliver_events(request, bytes)) co_return;
+      } else if (request->status != 200 && request->body.size() + got > kMaxErrorBody) {
+        // Enough of an error body to say what it was.
+      } else {
+        request->body.append(bytes);
+      }
+    }
+    if (ec || parser.is_done()) {
+      current_.reset();
+      finish(request, ec);
+      co_return;
+    }
+  }
 }
 
 bool CollectionWatcher::deliver_events(const std::shared_ptr<Request>& request,

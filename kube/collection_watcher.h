@@ -1,11 +1,11 @@
 #pragma once
 // Keeping up with one collection of the API server (Nodes, ResourceSlices,
-// ResourceClaims, ...): performs the WatchProtocol over HTTPS with
-// Boost.Beast on the caller's io_context, one request at a time, on a
-// strand of its own. What is listed and watched, and what becomes of the
-// objects, is the WatchedCollection's: the watcher hands it each list
-// page's body and each watch event's text, and asks it where to send the
-// requests.
+// ResourceClaims, ...): performs the WatchProtocol over cudagate's HTTPS
+// client (https/connection.h) on the caller's io_context, one request at a
+// time, each a coroutine on the credentials' strand and a connection of its
+// own (a watch holds its connection for minutes). What is listed and watched, and what becomes of
+// the objects, is the WatchedCollection's: the watcher hands it each list page's body and each
+// watch event's text, and asks it where to send the requests.
 //
 // A list is handed on a page at a time, so that a large collection is never
 // held whole; a page begins a list when it has no continue token (a relist
@@ -28,10 +28,11 @@
 // Lifetime: the watcher and its collection must outlive the io_context's
 // run(); stop() cancels the request in flight and the wait, after which
 // no handler is called; the destructor waits for a plugin still running
-// (kExecTimeout at most). Requests hold the connection they use, never the
-// watcher's members, past stop().
+// (kExecTimeout at most). A request stop() cancelled touches none of the
+// watcher's members again.
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/system/error_code.hpp>
@@ -41,7 +42,8 @@
 #include <string_view>
 #include <utility>
 
-#include "kube/api_connection.h"
+#include "kube/api_credentials.h"
+#include "kube/api_transport.h"
 #include "kube/cluster_config.h"
 #include "kube/object_events.h"
 #include "kube/watch_protocol.h"
@@ -105,14 +107,11 @@ class CollectionWatcher {
  private:
   struct Request;
   void perform(WatchAction action);
-  // Sends the list or watch request of `action` (after the exec plugin, when due).
-  void send(WatchAction action);
-  // True when `request` was cancelled or `ec` failed it (then logged and
-  // retried after a wait).
-  bool failed(const std::shared_ptr<Request>& request, const boost::system::error_code& ec,
-              std::string_view what);
-  void read_header(const std::shared_ptr<Request>& request);
-  void read_body(const std::shared_ptr<Request>& request);
+  // The list or watch request of `request->action`, its answer read and
+  // handed on, then the next action performed.
+  boost::asio::awaitable<void> run(std::shared_ptr<Request> request);
+  // The request failed before its response (logged); retried after a wait.
+  void fail(std::string_view what);
   // Hands on the events `bytes` complete; false when the stream ended.
   bool deliver_events(const std::shared_ptr<Request>& request, std::string_view bytes);
   void finish(const std::shared_ptr<Request>& request, boost::system::error_code ec);
@@ -122,6 +121,7 @@ class CollectionWatcher {
   WatchedCollection& collection_;
   std::function<void(const WatchAction& action)> on_step_;
   WatchProtocol protocol_;
+  ApiTls tls_;
   boost::asio::steady_timer wait_timer_;
   std::shared_ptr<Request> current_;
   bool stopped_ = false;

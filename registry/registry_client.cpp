@@ -1,32 +1,30 @@
 // The registry client's I/O: lookups as coroutines on the io_context that
-// perform what ImageLookup asks, over a bounded pool of kept-alive
-// connections; the ImageCache and the lookups in flight behind one mutex.
+// perform what ImageLookup asks over cudagate's HTTPS client (https/pool.h,
+// a bounded pool of kept-alive connections); the ImageCache and the lookups
+// in flight behind one mutex.
 #include "registry/registry_client.h"
 
-#include <openssl/ssl.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
 #include <atomic>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/redirect_error.hpp>
-#include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <boost/beast/ssl.hpp>
-#include <deque>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/http/field.hpp>
+#include <boost/beast/http/verb.hpp>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <sstream>
 #include <unordered_map>
 
+#include "https/endpoint.h"
+#include "https/pool.h"
+#include "https/tls_client.h"
 #include "policy/image_ref.h"
 #include "registry/auth.h"
 #include "registry/image_cache.h"
@@ -38,8 +36,6 @@ namespace cudagate {
 namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
-namespace ssl = net::ssl;
-using tcp = net::ip::tcp;
 using Clock = RegistryClock;
 
 namespace {
@@ -57,25 +53,6 @@ std::string cache_key(std::string_view image, std::string_view platform) {
   key += '\n';
   key.append(platform);
   return key;
-}
-
-// "host:port" -> host, port; "[::1]:5000" -> "::1", "5000".
-std::pair<std::string, std::string> split_host(std::string_view host, bool tls) {
-  std::string port = tls ? "443" : "80";
-  if (!host.empty() && host.front() == '[') {
-    const auto close = host.find(']');
-    if (close != std::string_view::npos) {
-      if (close + 2 < host.size() && host[close + 1] == ':') {
-        port = std::string(host.substr(close + 2));
-      }
-      return {std::string(host.substr(1, close - 1)), port};
-    }
-  }
-  const auto colon = host.rfind(':');
-  if (colon != std::string_view::npos && host.find(':') == colon) {
-    return {std::string(host.substr(0, colon)), std::string(host.substr(colon + 1))};
-  }
-  return {std::string(host), port};
 }
 
 // A mirror as written in registry.mirrors: "mirror.example.com",
@@ -113,16 +90,11 @@ std::optional<std::string> read_file(const std::string& path) {
 
 struct RegistryClient::Impl : std::enable_shared_from_this<RegistryClient::Impl> {
   Impl(net::io_context& context, RegistryObserver* watcher)
-      : ioc(context), observer(watcher), cache(settings.max_cache_entries, settings.cache_ttl) {}
-
-  // One kept-alive connection to one host.
-  struct Connection {
-    explicit Connection(net::io_context& context) : tcp(context) {}
-    beast::tcp_stream tcp;
-    std::unique_ptr<beast::ssl_stream<beast::tcp_stream&>> tls;
-    beast::flat_buffer buffer;
-  };
-  using ConnectionPtr = std::unique_ptr<Connection>;
+      : ioc(context),
+        observer(watcher),
+        pool(context.get_executor(),
+             https::PoolLimits{kMaxConnections, kMaxIdlePerHost, kRequestTimeout}),
+        cache(settings.max_cache_entries, settings.cache_ttl) {}
 
   struct Inflight {
     std::vector<std::function<void()>> waiters;
@@ -130,11 +102,12 @@ struct RegistryClient::Impl : std::enable_shared_from_this<RegistryClient::Impl>
 
   net::io_context& ioc;
   RegistryObserver* const observer;
+  https::Pool pool;
 
   mutable std::mutex mutex;  // everything below
   RegistrySettings settings;
   bool configured = false;
-  std::shared_ptr<ssl::context> tls_context;
+  std::shared_ptr<const https::TlsClient> tls_client;
   std::string tls_ca_file;
   std::shared_ptr<const DockerConfig> docker_config;
   std::string docker_config_path;
@@ -144,9 +117,6 @@ struct RegistryClient::Impl : std::enable_shared_from_this<RegistryClient::Impl>
   ImageCache cache;
   std::unordered_map<std::string, std::shared_ptr<Inflight>> inflight;
   std::map<std::string, Clock::time_point, std::less<>> blocked_hosts;  // 429
-  std::map<std::pair<bool, std::string>, std::vector<ConnectionPtr>> idle;
-  std::size_t active_connections = 0;
-  std::deque<std::shared_ptr<net::steady_timer>> slot_waiters;
 
   std::mutex tokens_mutex;  // taken before `mutex`, never after
   TokenCache tokens;
@@ -207,153 +177,33 @@ struct RegistryClient::Impl : std::enable_shared_from_this<RegistryClient::Impl>
     return out;
   }
 
-  // --- connections ---------------------------------------------------------
+  // --- requests ------------------------------------------------------------
 
-  net::awaitable<void> acquire_slot() {
-    while (true) {
-      std::shared_ptr<net::steady_timer> timer;
-      {
-        std::lock_guard lock(mutex);
-        if (active_connections < kMaxConnections) {
-          ++active_connections;
-          co_return;
-        }
-        timer = std::make_shared<net::steady_timer>(ioc, Clock::time_point::max());
-        slot_waiters.push_back(timer);
-      }
-      beast::error_code ec;
-      co_await timer->async_wait(net::redirect_error(net::use_awaitable, ec));
-    }
-  }
-
-  void release_slot() {
-    std::shared_ptr<net::steady_timer> next;
-    {
-      std::lock_guard lock(mutex);
-      --active_connections;
-      if (!slot_waiters.empty()) {
-        next = std::move(slot_waiters.front());
-        slot_waiters.pop_front();
-      }
-    }
-    if (next) next->cancel();
-  }
-
-  ConnectionPtr take_idle(bool tls, const std::string& host) {
+  std::shared_ptr<const https::TlsClient> tls_client_now() {
     std::lock_guard lock(mutex);
-    auto it = idle.find({tls, host});
-    if (it == idle.end() || it->second.empty()) return nullptr;
-    ConnectionPtr c = std::move(it->second.back());
-    it->second.pop_back();
-    return c;
-  }
-
-  void keep_idle(bool tls, const std::string& host, ConnectionPtr c) {
-    std::lock_guard lock(mutex);
-    auto& list = idle[{tls, host}];
-    if (list.size() < kMaxIdlePerHost) list.push_back(std::move(c));
-  }
-
-  std::shared_ptr<ssl::context> tls_context_now() {
-    std::lock_guard lock(mutex);
-    return tls_context;
-  }
-
-  net::awaitable<beast::error_code> open(Connection& c, bool tls, const std::string& host) {
-    const auto [name, port] = split_host(host, tls);
-    beast::error_code ec;
-    tcp::resolver resolver(ioc);
-    c.tcp.expires_after(kRequestTimeout);
-    const auto results =
-        co_await resolver.async_resolve(name, port, net::redirect_error(net::use_awaitable, ec));
-    if (ec) co_return ec;
-    co_await c.tcp.async_connect(results, net::redirect_error(net::use_awaitable, ec));
-    if (ec) co_return ec;
-    c.tcp.socket().set_option(tcp::no_delay(true), ec);
-    if (!tls) co_return beast::error_code{};
-    const auto context = tls_context_now();
-    c.tls = std::make_unique<beast::ssl_stream<beast::tcp_stream&>>(c.tcp, *context);
-    if (!SSL_set_tlsext_host_name(c.tls->native_handle(), name.c_str())) {
-      co_return beast::error_code(static_cast<int>(::ERR_get_error()),
-                                  net::error::get_ssl_category());
-    }
-    c.tls->set_verify_mode(ssl::verify_peer);
-    c.tls->set_verify_callback(ssl::host_name_verification(name));
-    co_await c.tls->async_handshake(ssl::stream_base::client,
-                                    net::redirect_error(net::use_awaitable, ec));
-    co_return ec;
-  }
-
-  template <class Stream>
-  static net::awaitable<beast::error_code> exchange(
-      Stream& stream, beast::flat_buffer& buffer, http::request<http::empty_body>& request,
-      http::response_parser<http::string_body>& parser) {
-    beast::error_code ec;
-    co_await http::async_write(stream, request, net::redirect_error(net::use_awaitable, ec));
-    if (ec) co_return ec;
-    co_await http::async_read(stream, buffer, parser, net::redirect_error(net::use_awaitable, ec));
-    co_return ec;
+    return tls_client;
   }
 
   // One HTTP exchange: a reply, or the transport error's text.
   net::awaitable<Expected<HttpReply>> perform(const HttpCall& call) {
-    co_await acquire_slot();
-    struct Release {
-      Impl* impl;
-      ~Release() { impl->release_slot(); }
-    } release{this};
-
-    http::request<http::empty_body> request{http::verb::get, call.target, 11};
+    https::Request request{http::verb::get, call.target, 11};
     request.set(http::field::host, call.host);
     request.set(http::field::user_agent, "cudagate");
     request.set(http::field::accept, call.accept);
     if (!call.authorization.empty()) request.set(http::field::authorization, call.authorization);
     request.keep_alive(true);
-
-    std::string failure;
-    for (int attempt = 0; attempt < 2; ++attempt) {
-      ConnectionPtr c = attempt == 0 ? take_idle(call.tls, call.host) : nullptr;
-      const bool reused = c != nullptr;
-      if (!c) {
-        c = std::make_unique<Connection>(ioc);
-        if (const auto ec = co_await open(*c, call.tls, call.host)) {
-          failure = (call.tls ? "connecting with TLS to " : "connecting to ") + call.host + ": " +
-                    ec.message();
-          break;
-        }
-      }
-      http::response_parser<http::string_body> parser;
-      parser.body_limit(call.max_body);
-      parser.header_limit(64 * 1024);
-      c->tcp.expires_after(kRequestTimeout);
-      const auto ec = c->tls ? co_await exchange(*c->tls, c->buffer, request, parser)
-                             : co_await exchange(c->tcp, c->buffer, request, parser);
-      if (ec) {
-        // A kept-alive connection the server had closed: once more on a new one.
-        if (reused && !parser.got_some()) continue;
-        if (ec == http::error::body_limit) {
-          failure = "the answer exceeds " + std::to_string(call.max_body) + " bytes";
-        } else if (ec == beast::error::timeout) {
-          failure = "no answer from " + call.host + " within " +
-                    std::to_string(kRequestTimeout.count()) + " s";
-        } else {
-          failure = call.host + ": " + ec.message();
-        }
-        break;
-      }
-      auto& response = parser.get();
-      HttpReply reply;
-      reply.status = static_cast<int>(response.result_int());
-      reply.content_type = std::string(response[http::field::content_type]);
-      reply.location = std::string(response[http::field::location]);
-      reply.www_authenticate = std::string(response[http::field::www_authenticate]);
-      reply.retry_after = std::string(response[http::field::retry_after]);
-      const bool keep = response.keep_alive();
-      reply.body = std::move(response.body());
-      if (keep) keep_idle(call.tls, call.host, std::move(c));
-      co_return reply;
-    }
-    co_return Error{"", failure};
+    auto response =
+        co_await pool.exchange(https::endpoint_of_authority(call.host, call.tls), tls_client_now(),
+                               request, https::ExchangeLimits{kRequestTimeout, call.max_body});
+    if (!response) co_return response.error();
+    HttpReply reply;
+    reply.status = static_cast<int>(response->result_int());
+    reply.content_type = std::string((*response)[http::field::content_type]);
+    reply.location = std::string((*response)[http::field::location]);
+    reply.www_authenticate = std::string((*response)[http::field::www_authenticate]);
+    reply.retry_after = std::string((*response)[http::field::retry_after]);
+    reply.body = std::move(response->body());
+    co_return reply;
   }
 
   // --- lookups -------------------------------------------------------------
@@ -518,29 +368,21 @@ RegistryClient::RegistryClient(net::io_context& ioc, RegistryObserver* observer)
 RegistryClient::~RegistryClient() = default;
 
 std::optional<Error> RegistryClient::configure(const RegistrySettings& settings) {
-  std::shared_ptr<ssl::context> context;
+  std::shared_ptr<const https::TlsClient> client;
   {
     std::lock_guard lock(impl_->mutex);
-    if (impl_->tls_context && impl_->tls_ca_file == settings.ca_file) context = impl_->tls_context;
+    if (impl_->tls_client && impl_->tls_ca_file == settings.ca_file) client = impl_->tls_client;
   }
-  if (!context) {
-    context = std::make_shared<ssl::context>(ssl::context::tls_client);
-    context->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
-                         ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
-                         ssl::context::no_tlsv1_1);
-    beast::error_code ec;
-    context->set_default_verify_paths(ec);
-    if (!settings.ca_file.empty()) {
-      context->load_verify_file(settings.ca_file, ec);
-      if (ec) {
-        return Error{"registry.caFile",
-                     "cannot load " + settings.ca_file + " as PEM certificates: " + ec.message()};
-      }
-    }
+  if (!client) {
+    https::TlsTrust trust;
+    trust.ca_file = settings.ca_file;
+    auto made = https::TlsClient::make(trust);
+    if (!made) return Error{"registry.caFile", made.error().message};
+    client = std::move(*made);
   }
   std::lock_guard lock(impl_->mutex);
   impl_->settings = settings;
-  impl_->tls_context = std::move(context);
+  impl_->tls_client = std::move(client);
   impl_->tls_ca_file = settings.ca_file;
   impl_->configured = true;
   impl_->cache.configure(settings.max_cache_entries, settings.cache_ttl);

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "kube/api_calls.h"
-#include "kube/api_connection.h"
+#include "kube/api_credentials.h"
 
 namespace cudagate {
 namespace {

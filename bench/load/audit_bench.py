@@ -2,7 +2,7 @@
 """Time and peak memory of `cudagate audit` over a large fleet, offline.
 
     bench/load/audit_bench.py BINARY [--nodes 10000] [--workloads 10000] [--runs 3]
-                                [--bench-dir ../shared/bench]
+                                [--bench-dir DIR]
 
 Writes gen.py's fleet of --nodes nodes and --workloads workloads (one
 `kubectl get pods,deployments -A -o json` List) into a temporary directory:
@@ -11,8 +11,9 @@ whose CUDA 12.8 is too new for its T4 pool, a CPU pod), each with its own
 name, namespace (one of 50) and image tag, every fifth wrapped in a
 Deployment. Then runs `cudagate audit --offline` --runs times per format,
 output to /dev/null, and prints the median wall time and the largest peak
-RSS of the process (getrusage of the child). It measures one machine at one
-moment: compare builds side by side, not with numbers taken elsewhere.
+RSS of the process (getrusage of the child). gen.py is the load harness's,
+in BENCH_DIR or --bench-dir. It measures one machine at one moment: compare
+builds side by side, not with numbers taken elsewhere.
 """
 
 import argparse
@@ -25,8 +26,8 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-BENCH_DIR = os.path.normpath(os.path.join(HERE, "..", "..", "..", "shared", "bench"))
+from startup import BENCH_DIR, bench_dir_or_exit
+
 FORMATS = ["json", "table", "policyreport", "openreports", "junit", "html"]
 
 
@@ -81,8 +82,10 @@ def main():
     ap.add_argument("--nodes", type=int, default=10000)
     ap.add_argument("--workloads", type=int, default=10000)
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--bench-dir", default=BENCH_DIR)
+    ap.add_argument("--bench-dir", default=BENCH_DIR,
+                    help="the load harness folder, where gen.py is (default: $BENCH_DIR)")
     a = ap.parse_args()
+    bench_dir_or_exit(a.bench_dir)
     with tempfile.TemporaryDirectory(prefix="cudagate-audit-bench-") as tmp:
         subprocess.run([sys.executable, os.path.join(a.bench_dir, "gen.py"), "--out", tmp,
                         "--nodes", str(a.nodes)], check=True, capture_output=True)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What a webhook costs a user: pod creates through a real kube-apiserver
 (scripts/cluster.sh's control plane, v1.37), measured without a webhook,
-with cudagate and with peer-go (../shared/bench/peer-go, a typical stdlib
+with cudagate and with peer-go (the load harness's peer-go, a typical stdlib
 Go webhook) registered, side by side on one control plane.
 
 Configurations:
@@ -55,8 +55,9 @@ CPU figures say where the time went.
     python3 bench/load/cluster_cost.py --quick         # a smoke run: 1 round, 8 x 20
     python3 bench/load/cluster_cost.py --rounds 5 --creates 250
 
-Needs build/cluster/bin (scripts/cluster-build.sh), build/release/cudagate
-and Go (scripts/cluster-env.sh's, the one the cluster build uses; peer-go is
+Needs build/cluster/bin (scripts/cluster-build.sh), build/release/cudagate,
+peer-go's source (BENCH_DIR/peer-go, or --peer-go-source) and Go
+(scripts/cluster-env.sh's, the one the cluster build uses; peer-go is
 built into build/bench/). Not part of CI: the figures depend on the machine
 and its load. Exit status 1 if any create failed.
 """
@@ -79,6 +80,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "tests", "cluster"))
 
 import kube_cluster as kc  # noqa: E402
+from startup import BENCH_DIR, bench_dir_or_exit  # noqa: E402
 
 NAMESPACE = "bench"
 # No scheduler has this name: the pods stay unbound and the scheduler idle.
@@ -427,7 +429,8 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--binary", default=os.path.join(ROOT, "build", "release", "cudagate"))
     ap.add_argument("--peer-go-source",
-                    default=os.path.join(os.path.dirname(ROOT), "shared", "bench", "peer-go"))
+                    default=os.path.join(BENCH_DIR, "peer-go") if BENCH_DIR else "",
+                    help="peer-go's source folder (default: $BENCH_DIR/peer-go)")
     ap.add_argument("--peer-go-binary", default=os.path.join(ROOT, "build", "bench", "peer-go"))
     ap.add_argument("--threads", type=int, default=8)
     ap.add_argument("--creates", type=int, default=125, help="timed creates per thread and run")
@@ -439,6 +442,7 @@ def main():
     args = ap.parse_args()
     if args.quick:
         args.rounds, args.creates, args.warmup = 1, 20, 5
+    bench_dir_or_exit(args.peer_go_source, "go.mod", option="--peer-go-source")
     if not kc.built():
         sys.exit("cluster_cost: build/cluster/bin is not built (scripts/cluster-build.sh)")
     if not os.access(args.binary, os.X_OK):

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The load comparison: cudagate's /validate against the peers of
-# ../shared/bench (peer-go, a typical Go webhook, and nginx answering a fixed
-# body, the upper bound of TLS + HTTP/1.1 on the machine), on one pinned
+# The load comparison: cudagate's /validate against the peers of the load
+# harness in BENCH_DIR (peer-go, a typical Go webhook, and nginx answering a
+# fixed body, the upper bound of TLS + HTTP/1.1 on the machine), on one pinned
 # server core, with the 13 KB gpu-pod review; then start-up time and peak
 # memory with 10,000 nodes (bench/load/startup.py).
 #
@@ -12,12 +12,14 @@
 # compared with the 1,000-node ones and with nginx measured beside them,
 # not minutes apart.
 #
-#   bench/load/compare.sh                 build the release binary, run, print the tables
+#   BENCH_DIR=DIR bench/load/compare.sh         build the release binary, run, print the tables
 #   NODES_LIST="1000" bench/load/compare.sh        one inventory size only
-#   BENCH_DIR=/path/to/shared/bench bench/load/compare.sh
 #
 #   STARTUP_NODES=0 bench/load/compare.sh          without the start-up measure
 #   INSTRUCTIONS=0 bench/load/compare.sh           without the instruction count
+#
+# BENCH_DIR must be set: the folder of the load harness (gen.py, run.sh,
+# post.lua and peer-go), which the repository does not carry.
 #
 # After the timed rounds, bench/load/instructions.py counts the instructions
 # each server process retires per request (cudagate at every inventory size,
@@ -32,14 +34,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-BENCH_DIR=${BENCH_DIR:-$(cd .. && pwd)/shared/bench}
+BENCH_DIR=${BENCH_DIR:-}
 NODES_LIST=${NODES_LIST:-"1000 10000"}
 STARTUP_NODES=${STARTUP_NODES:-10000}
 OUT_ROOT=${OUT_ROOT:-/tmp/cudagate-bench/compare-$(date +%Y%m%d-%H%M%S)}
 export ROUNDS=${ROUNDS:-3} BODY=${BODY:-gpu-pod}
 
+[ -n "$BENCH_DIR" ] || {
+  echo "compare.sh: the load harness folder is not known: set BENCH_DIR to the folder with gen.py, run.sh and peer-go" >&2
+  exit 2
+}
 [ -x "$BENCH_DIR/run.sh" ] || {
-  echo "compare.sh: no $BENCH_DIR/run.sh (set BENCH_DIR)" >&2
+  echo "compare.sh: no $BENCH_DIR/run.sh: set BENCH_DIR to the folder with gen.py, run.sh and peer-go" >&2
   exit 2
 }
 INSTRUCTIONS=${INSTRUCTIONS:-1}

@@ -5,13 +5,14 @@
     bench/load/instructions.py BINARY [--nodes 1000 10000] [--conns 32]
                           [--requests 50] [--body gpu-pod]
                           [--counter auto|perf|callgrind]
-                          [--bench-dir ../shared/bench] [--out DIR]
+                          [--bench-dir DIR] [--out DIR]
 
 Unlike req/s, the count does not move with the machine's load or clock, so
 it can be compared across machines and across runs on a busy one. Each
 server runs alone (cudagate with --threads 1, nginx with one worker and no
-master, the configuration of ../shared/bench/run.sh otherwise) on gen.py's
-certificate, fleet and bodies. A client opens --conns keep-alive TLS
+master, the configuration of the load harness's run.sh otherwise) on
+gen.py's certificate, fleet and bodies; gen.py and run.sh are the load
+harness's (BENCH_DIR or --bench-dir). A client opens --conns keep-alive TLS
 connections and sends one review on each, unmeasured (the handshakes and
 first-use work stay out); then, counted, each connection sends --requests
 reviews more, one after the other, the connections side by side as wrk
@@ -43,7 +44,7 @@ import sys
 import tempfile
 import time
 
-from startup import BENCH_DIR, free_port
+from startup import BENCH_DIR, bench_dir_or_exit, free_port
 
 
 def perf_counts_instructions():
@@ -243,10 +244,12 @@ def main():
     parser.add_argument("--requests", type=int, default=50, help="counted requests on each connection")
     parser.add_argument("--body", default="gpu-pod")
     parser.add_argument("--counter", choices=("auto", "perf", "callgrind"), default="auto")
-    parser.add_argument("--bench-dir", default=BENCH_DIR)
+    parser.add_argument("--bench-dir", default=BENCH_DIR,
+                        help="the load harness folder, where gen.py is (default: $BENCH_DIR)")
     parser.add_argument("--out")
     parser.add_argument("--keep", action="store_true", help="keep the inputs and callgrind's profiles (printed)")
     args = parser.parse_args()
+    bench_dir_or_exit(args.bench_dir)
     kind = args.counter
     if kind == "auto":
         kind = "perf" if perf_counts_instructions() else "callgrind"

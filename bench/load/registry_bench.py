@@ -3,7 +3,7 @@
 real docker-registry on loopback (not part of CI: the numbers depend on
 the machine).
 
-  1. Throughput with the bench's 13 KB review (../shared/bench/gen.py): the
+  1. Throughput with the bench's 13 KB review (the load harness's gen.py): the
      same server build, registry lookups off (registry.enabled: false)
      against on with the pod's image cached (nvcr.io mirrored to the local
      registry); wrk runs alternate between the two, the ratio is reported.
@@ -19,7 +19,8 @@ the machine).
 
     python3 bench/load/registry_bench.py --binary build/release/cudagate
 
-Needs scripts/install-deps.sh --bench (wrk) and the test packages
+Needs the load harness's gen.py and post.lua (its folder in BENCH_DIR or
+--bench-dir), scripts/install-deps.sh --bench (wrk) and the test packages
 (docker-registry, skopeo).
 """
 
@@ -42,8 +43,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "e2e"))
 import registry_support as rs  # noqa: E402
 from harness import free_port  # noqa: E402
-
-SHARED_BENCH = os.path.join(HERE, "..", "..", "..", "shared", "bench")
+from startup import BENCH_DIR, bench_dir_or_exit  # noqa: E402
 
 
 def rss_kib(pid):
@@ -183,9 +183,9 @@ def instructions_per_admission(binary, inputs, policy, review, count=200):
     return total / count
 
 
-def wrk(port, body_file, seconds, conns=32):
+def wrk(bench, port, body_file, seconds, conns=32):
     out = subprocess.run(["wrk", "-t1", f"-c{conns}", f"-d{seconds}s", "-s",
-                          os.path.join(SHARED_BENCH, "post.lua"),
+                          os.path.join(bench, "post.lua"),
                           f"https://127.0.0.1:{port}/validate", "--", body_file],
                          capture_output=True, text=True, timeout=seconds + 60)
     line = next(l for l in out.stdout.splitlines() if l.startswith("RESULT "))
@@ -206,11 +206,15 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--cold", type=int, default=30)
     parser.add_argument("--configs", type=int, default=10000)
+    parser.add_argument("--bench-dir", default=BENCH_DIR,
+                        help="the load harness folder, where gen.py and post.lua are "
+                             "(default: $BENCH_DIR)")
     args = parser.parse_args()
+    bench = bench_dir_or_exit(args.bench_dir, "gen.py", "post.lua")
 
     work = tempfile.mkdtemp(prefix="cudagate-registry-bench-")
     inputs = os.path.join(work, "inputs")
-    subprocess.run([sys.executable, os.path.join(SHARED_BENCH, "gen.py"), "--out", inputs,
+    subprocess.run([sys.executable, os.path.join(bench, "gen.py"), "--out", inputs,
                     "--nodes", "1000"], check=True, capture_output=True)
     body_file = os.path.join(inputs, "gpu-pod.json")
     with open(body_file, "rb") as f:
@@ -250,7 +254,7 @@ def main():
         rps = {"off": [], "cached": []}
         for _ in range(args.rounds):
             for name in ("off", "cached"):
-                rps[name].append(wrk(servers[name].port, body_file, args.seconds)["rps"])
+                rps[name].append(wrk(bench, servers[name].port, body_file, args.seconds)["rps"])
         med = {k: statistics.median(v) for k, v in rps.items()}
         print(f"throughput, 13 KB review, 1,000 nodes, {args.rounds} alternating rounds:")
         print(f"  registry off        {med['off']:9.0f} req/s")
@@ -269,8 +273,8 @@ def main():
         result = {}
 
         def load():
-            result["with"] = wrk(srv.port, body_file, args.seconds)
-        baseline = wrk(srv.port, body_file, args.seconds)
+            result["with"] = wrk(bench, srv.port, body_file, args.seconds)
+        baseline = wrk(bench, srv.port, body_file, args.seconds)
         t = threading.Thread(target=load)
         t.start()
         threading.Event().wait(1.0)

@@ -2,7 +2,10 @@
 """Start-up time and peak memory of `cudagate serve` with a large inventory.
 
     bench/load/startup.py BINARY [--nodes 10000] [--starts 5] [--images 10000]
-                            [--bench-dir ../shared/bench]
+                            [--bench-dir DIR]
+
+The load harness (gen.py, run.sh, post.lua, peer-go) is not part of the
+repository: name its folder with BENCH_DIR or --bench-dir.
 
 Writes gen.py's fleet of --nodes nodes, certificate and reviews into a
 temporary directory, then:
@@ -36,8 +39,23 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-BENCH_DIR = os.path.normpath(os.path.join(HERE, "..", "..", "..", "shared", "bench"))
+# The load harness's folder, from the environment; the scripts of this folder
+# take it from here, and --bench-dir overrides it.
+BENCH_DIR = os.environ.get("BENCH_DIR", "")
+
+
+def bench_dir_or_exit(path, *needs, option="--bench-dir"):
+    """`path`, the load harness's folder (BENCH_DIR or `option`), or exit with
+    a message that says how to name it when it is empty or lacks one of the
+    files `needs` (gen.py when none is named)."""
+    script = os.path.basename(sys.argv[0]) or "startup.py"
+    how = f"set BENCH_DIR to the folder with gen.py, run.sh and peer-go, or pass {option}"
+    if not path:
+        sys.exit(f"{script}: the load harness folder is not known: {how}")
+    for name in needs or ("gen.py",):
+        if not os.path.exists(os.path.join(path, name)):
+            sys.exit(f"{script}: no {os.path.join(path, name)}: {how}")
+    return path
 
 
 def free_port():
@@ -111,13 +129,12 @@ def main():
     ap.add_argument("--nodes", type=int, default=10000)
     ap.add_argument("--starts", type=int, default=5)
     ap.add_argument("--images", type=int, default=10000)
-    ap.add_argument("--bench-dir", default=BENCH_DIR, help="where gen.py is")
+    ap.add_argument("--bench-dir", default=BENCH_DIR,
+                    help="the load harness folder, where gen.py is (default: $BENCH_DIR)")
     args = ap.parse_args()
     if args.nodes < 1 or args.starts < 1 or args.images < 0:
         ap.error("--nodes and --starts must be at least 1, --images at least 0")
-    gen = os.path.join(args.bench_dir, "gen.py")
-    if not os.path.exists(gen):
-        sys.exit(f"startup.py: no {gen}")
+    gen = os.path.join(bench_dir_or_exit(args.bench_dir), "gen.py")
 
     with tempfile.TemporaryDirectory(prefix="cudagate-startup.") as data:
         subprocess.run([sys.executable, gen, "--out", data, "--nodes", str(args.nodes)],

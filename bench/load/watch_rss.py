@@ -13,9 +13,10 @@ live server sends them.
     python3 bench/load/watch_rss.py --binary build/release/cudagate --nodes 10000 50000
     python3 bench/load/watch_rss.py --binary build/release/cudagate --nodes 10000 --load
 
---load runs ../shared/bench/post.lua (wrk -t1 -c32 -d10s, the 13 KB gpu-pod
-review of bench/data) once quiet and once while 1,000 MODIFIED events are
-sent over its 10 seconds.
+--load runs the load harness's post.lua (its folder in BENCH_DIR or
+--bench-dir; wrk -t1 -c32 -d10s, the 13 KB gpu-pod review of bench/data)
+once quiet and once while 1,000 MODIFIED events are sent over its 10
+seconds.
 """
 
 import argparse
@@ -37,6 +38,7 @@ import kube_support  # noqa: E402
 import server_support  # noqa: E402
 from apiserver_double import ApiServerDouble, realistic_node  # noqa: E402
 from server_support import poll_until  # noqa: E402
+from startup import BENCH_DIR, bench_dir_or_exit  # noqa: E402
 
 
 def peak_rss_mib(pid):
@@ -63,8 +65,7 @@ def relabel(api, names, driver_major, runtime_minor, spread_s=0.0):
             time.sleep(spread_s / len(names))
 
 
-def wrk(port, seconds=10):
-    bench = os.path.join(os.path.dirname(SOURCE), "shared", "bench")
+def wrk(bench, port, seconds=10):
     out = subprocess.run(["wrk", "-t1", "-c32", f"-d{seconds}s", "-s",
                           os.path.join(bench, "post.lua"), f"https://127.0.0.1:{port}/validate",
                           "--", os.path.join(SOURCE, "bench", "data", "gpu-pod.json")],
@@ -73,7 +74,7 @@ def wrk(port, seconds=10):
     return json.loads(line[len("RESULT "):])
 
 
-def measure(binary, count, workdir, certs, load=False):
+def measure(binary, count, workdir, certs, bench=None):
     with open(os.path.join(SOURCE, "tests", "fixtures", "nodes", "fleet.json")) as f:
         templates = [realistic_node(n) for n in json.load(f)["items"]]
     api = ApiServerDouble(certs, tokens=("bench-token",), page_size=500)
@@ -114,11 +115,11 @@ users: [{{name: bench, user: {{token: bench-token}}}}]
         applied = time.monotonic() - rollout_start
         rss_after = peak_rss_mib(webhook.proc.pid)
         loads = None
-        if load:
-            quiet = wrk(webhook.port)
+        if bench:
+            quiet = wrk(bench, webhook.port)
             rollout = threading.Thread(target=relabel, args=(api, names, "575", "9", 8.0))
             rollout.start()
-            streaming = wrk(webhook.port)
+            streaming = wrk(bench, webhook.port)
             rollout.join()
             loads = (quiet, streaming)
         return ready, rss_ready, sent, applied, rss_after, loads
@@ -132,7 +133,11 @@ def main():
     parser.add_argument("--binary", required=True)
     parser.add_argument("--nodes", type=int, nargs="+", default=[10000, 50000])
     parser.add_argument("--load", action="store_true", help="also measure /validate under wrk")
+    parser.add_argument("--bench-dir", default=BENCH_DIR,
+                        help="with --load, the load harness folder, where post.lua is "
+                             "(default: $BENCH_DIR)")
     args = parser.parse_args()
+    bench = bench_dir_or_exit(args.bench_dir, "post.lua") if args.load else None
     server_support.SOURCE = SOURCE
     workdir = tempfile.mkdtemp(prefix="cudagate-watch-rss-")
     try:
@@ -143,7 +148,7 @@ def main():
         loads = []
         for count in args.nodes:
             ready, rss, sent, applied, rss_after, load = measure(args.binary, count, workdir, certs,
-                                                                 args.load)
+                                                                 bench)
             print(f"| {count:,} | {ready:.2f} | {rss:.1f} | {sent:.2f} | {applied:.2f} | {rss_after:.1f} |",
                   flush=True)
             if load:

@@ -1,7 +1,7 @@
 #pragma once
 // The benchmark fleet and request bodies, shared by the benchmark files.
 //
-// The fleet mirrors ../shared/bench/gen.py (the load comparison's input), so
+// The fleet mirrors the load harness's gen.py (the load comparison's input), so
 // that the per-request benchmarks and the load test judge the same pod
 // against the same kind of inventory: an EKS cluster with a CPU pool and
 // T4, L4, A100 and H100 pools, GPU Feature Discovery labels, drivers of the
