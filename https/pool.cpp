@@ -8,6 +8,7 @@
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
+#include <chrono>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -35,7 +36,12 @@ struct Pool::State {
   std::size_t in_use = 0;
   std::size_t opened = 0;
   std::deque<std::shared_ptr<net::steady_timer>> waiting;
-  std::map<std::string, std::vector<std::shared_ptr<Connection>>> idle;
+  struct Idle {
+    std::shared_ptr<Connection> connection;
+    std::chrono::steady_clock::time_point since;
+  };
+  // By key, oldest first.
+  std::map<std::string, std::vector<Idle>> idle;
   std::vector<std::weak_ptr<Connection>> busy;
 
   // Waits for a turn; false when the pool was closed.
@@ -71,12 +77,18 @@ struct Pool::State {
     if (next) next->cancel();
   }
 
+  // The connection idle the shortest time, unless it has been idle too long
+  // (then it and every older one are closed).
   std::shared_ptr<Connection> take_idle(const std::string& key) {
     std::lock_guard lock(mutex);
     auto it = idle.find(key);
     if (it == idle.end() || it->second.empty()) return nullptr;
-    auto c = std::move(it->second.back());
-    it->second.pop_back();
+    auto& list = it->second;
+    const auto now = std::chrono::steady_clock::now();
+    std::erase_if(list, [&](const Idle& i) { return now - i.since >= limits.max_idle_time; });
+    if (list.empty()) return nullptr;
+    auto c = std::move(list.back().connection);
+    list.pop_back();
     return c;
   }
 
@@ -84,7 +96,9 @@ struct Pool::State {
     std::lock_guard lock(mutex);
     if (closed) return;
     auto& list = idle[key];
-    if (list.size() < limits.max_idle_per_endpoint) list.push_back(std::move(c));
+    if (list.size() < limits.max_idle_per_endpoint) {
+      list.push_back(Idle{std::move(c), std::chrono::steady_clock::now()});
+    }
   }
 
   void mark_busy(const std::shared_ptr<Connection>& c, bool fresh) {
@@ -192,7 +206,7 @@ void Pool::drop_idle() {
 std::size_t Pool::idle_connections() const {
   std::lock_guard lock(state_->mutex);
   std::size_t n = 0;
-  for (const auto& [key, list] : state_->idle) n += list.size();
+  for (const auto& entry : state_->idle) n += entry.second.size();
   return n;
 }
 

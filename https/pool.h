@@ -10,7 +10,8 @@
 //
 // Bounds: at most PoolLimits::max_connections exchanges at once (the rest
 // wait their turn, first come first served), max_idle_per_endpoint idle
-// connections for one endpoint and TLS client, and each exchange's
+// connections for one endpoint and TLS client, none idle longer than
+// max_idle_time, and each exchange's
 // ExchangeLimits (header and body sizes, one deadline for writing the
 // request and reading the response; opening a connection has
 // connect_timeout a step).
@@ -46,6 +47,11 @@ struct PoolLimits {
   std::size_t max_connections = 32;  // exchanges at once
   std::size_t max_idle_per_endpoint = 8;
   std::chrono::steady_clock::duration connect_timeout = std::chrono::seconds(30);
+  // A connection idle this long is closed instead of used again: a load
+  // balancer or NAT on the way may have forgotten it without a word, and a
+  // request on it would wait out its deadline. Go's http.DefaultTransport
+  // keeps idle connections 90 s (IdleConnTimeout).
+  std::chrono::steady_clock::duration max_idle_time = std::chrono::seconds(90);
 };
 
 struct ExchangeLimits {

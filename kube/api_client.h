@@ -9,8 +9,8 @@
 // ApiClient is asynchronous, on the caller's io_context (a strand of its
 // own; handlers are called on it and must not block it for long). Its
 // requests go over connections it keeps alive (https/pool.h), at most
-// eight at once, so that a list of many pages or a burst of applies pays
-// one TLS handshake, not one a request.
+// eight at once and none idle longer than 90 s, so that a list of many
+// pages or a burst of applies pays one TLS handshake, not one a request.
 // BlockingApiClient runs the same client on an io_context of its own in the
 // calling thread, for the CLI and for work already off the I/O threads.
 //

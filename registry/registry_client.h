@@ -26,10 +26,11 @@
 // asks, during which that registry host is not asked at all).
 //
 // Connections: at most kMaxConnections at once, kept alive and reused per
-// host; TLS verified against the system CAs and registry.caFile, with the
-// host name checked; plain HTTP only to hosts in registry.insecure. Sizes
-// are bounded (LookupLimits). Credentials come from registry.credentials
-// (re-read when the file changes) and never appear in logs or errors.
+// host for up to 90 s idle (https/pool.h); TLS verified against the system
+// CAs and registry.caFile, with the host name checked; plain HTTP only to
+// hosts in registry.insecure. Sizes are bounded (LookupLimits). Credentials
+// come from registry.credentials (re-read when the file changes) and never
+// appear in logs or errors.
 //
 // Thread-safety: every member may be called from any thread. The client
 // must outlive the io_context's run (its coroutines refer to it).

@@ -1,6 +1,6 @@
 // The pool against a real HTTP/1.1 server on loopback (plain and TLS with
-// the development certificates): connections kept and reused, a kept
-// connection the server closed replaced once, the bound on exchanges at
+// the development certificates): connections kept and reused, and closed
+// once idle too long, a kept connection the server closed replaced once, the bound on exchanges at
 // once, verification, limits, deadlines and close().
 #include "https/pool.h"
 
@@ -86,6 +86,19 @@ TEST_F(PoolTest, KeepsTheConnectionForTheNextRequest) {
   EXPECT_EQ(server.accepted(), 1);
   EXPECT_EQ(pool.connections_opened(), 1U);
   EXPECT_EQ(pool.idle_connections(), 1U);
+}
+
+TEST_F(PoolTest, AConnectionIdleTooLongIsClosedInsteadOfUsed) {
+  HttpTestServer server([](const auto&) { return ok(); });
+  PoolLimits limits;
+  limits.max_idle_time = std::chrono::steady_clock::duration::zero();
+  Pool pool(ioc_.get_executor(), limits);
+  ASSERT_TRUE(get(pool, local(server, false)));
+  EXPECT_EQ(pool.idle_connections(), 1U);
+  ASSERT_TRUE(get(pool, local(server, false)));
+  EXPECT_EQ(server.accepted(), 2);
+  EXPECT_EQ(pool.connections_opened(), 2U);
+  EXPECT_EQ(pool.idle_connections(), 1U);  // the old one closed, the new one kept
 }
 
 TEST_F(PoolTest, ConnectionCloseIsNotKept) {
