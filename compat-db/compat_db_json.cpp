@@ -26,11 +26,11 @@ void put_if_not_empty(Json& object, const char* key, const std::string& value) {
 
 }  // namespace
 
-Json compat_db_to_json(const CompatDb& db) {
-  Json out;
-  out["schemaVersion"] = 1;
-  if (!db.as_of.empty()) out["asOf"] = db.as_of;
+namespace {
 
+// The driver side: CUDA releases, minor version compatibility, driver
+// branches, each release's targets and each architecture's last branch.
+void put_driver_sections(Json& out, const CompatDb& db) {
   Json& releases = out["cudaReleases"] = Json::array();
   for (const auto& r : db.cuda_releases) {
     releases.push_back({{"version", r.version},
@@ -73,7 +73,10 @@ Json compat_db_to_json(const CompatDb& db) {
                       {"source", l.source}});
     }
   }
+}
 
+// The GPU side: products, cloud labels, named architectures, Tegra.
+void put_gpu_sections(Json& out, const CompatDb& db) {
   Json& products = out["products"] = Json::array();
   for (const auto& p : db.products) {
     Json entry = {{"name", p.name}};
@@ -108,7 +111,10 @@ Json compat_db_to_json(const CompatDb& db) {
     tegra.push_back(
         {{"computeCapability", t.cc.str()}, {"devices", t.devices}, {"source", t.source}});
   }
+}
 
+// The image side: nvidia/cuda and NGC images, inference rules, PyTorch's builds.
+void put_image_sections(Json& out, const CompatDb& db) {
   Json& images = out["cudaImages"] = Json::array();
   for (const auto& i : db.cuda_images) {
     images.push_back(
@@ -145,6 +151,10 @@ Json compat_db_to_json(const CompatDb& db) {
       torch.push_back(std::move(entry));
     }
   }
+}
+
+// Cloud instance types and autoscaler GPU-name labels.
+void put_instance_sections(Json& out, const CompatDb& db) {
   if (!db.instance_types.empty()) {
     Json& types = out["instanceTypes"] = Json::array();
     for (const auto& t : db.instance_types) {
@@ -169,6 +179,18 @@ Json compat_db_to_json(const CompatDb& db) {
       labels.push_back(std::move(entry));
     }
   }
+}
+
+}  // namespace
+
+Json compat_db_to_json(const CompatDb& db) {
+  Json out;
+  out["schemaVersion"] = 1;
+  if (!db.as_of.empty()) out["asOf"] = db.as_of;
+  put_driver_sections(out, db);
+  put_gpu_sections(out, db);
+  put_image_sections(out, db);
+  put_instance_sections(out, db);
   return out;
 }
 
