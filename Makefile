@@ -10,7 +10,13 @@
 #   make tsan    the server and its tests under ThreadSanitizer (tsan preset:
 #                the kube, registry and server unit tests, the threaded e2e tests)
 #   make tidy    clang-tidy with .clang-tidy over every source but the fuzzers
-.PHONY: test bench bench-micro bench-compare fuzz soak tsan tidy
+# The quick loop (docs/testing.md), for whoever changes one layer:
+#   make unit LAYER=policy [FILTER='GpuArchRule.*']
+#                one layer's unit tests (ASan+UBSan, the dev preset), built
+#                alone: no other layer's tests, no binary
+#   make e2e TEST=server_test
+#                one end-to-end file against the release binary
+.PHONY: test bench bench-micro bench-compare fuzz soak tsan tidy unit e2e
 
 test:
 	scripts/test.sh
@@ -42,3 +48,15 @@ tidy:
 	cmake --preset release >/dev/null
 	git ls-files '*.cpp' | grep -v '^tests/fuzz/' | \
 	  xargs -P "$$(nproc)" -n 4 clang-tidy -p build/release --quiet --extra-arg=-Wno-unknown-warning-option
+
+unit:
+	@test -n "$(LAYER)" || { echo "usage: make unit LAYER=policy [FILTER='GpuArchRule.*']"; exit 2; }
+	cmake --preset dev >/dev/null
+	cmake --build --preset dev --target $(subst -,_,$(LAYER))_tests
+	build/dev/tests/$(subst -,_,$(LAYER))_tests --gtest_filter='$(or $(FILTER),*)'
+
+e2e:
+	@test -n "$(TEST)" || { echo "usage: make e2e TEST=server_test"; exit 2; }
+	cmake --preset release >/dev/null
+	cmake --build --preset release --target cudagate
+	python3 tests/e2e/$(TEST).py --binary build/release/cudagate --source .

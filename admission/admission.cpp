@@ -14,7 +14,7 @@
 // Speed: the body is parsed with simdjson into the workspace's reusable
 // document, without building metadata.managedFields (admission/review_text.h),
 // and read through the same mapping code as nlohmann::json
-// (policy/workload_reader.h, read_review in admission_review.h). Whatever
+// (policy/objects/workload_reader.h, read_review in admission_review.h). Whatever
 // simdjson refuses (not JSON, too deep, integers beyond 64 bits, a byte
 // order mark, a body larger than kFastBodyLimit) takes the nlohmann::json
 // path, which then gives the errors. nlohmann::json is also built, from the
@@ -41,11 +41,12 @@
 #include "admission/pin_affinity.h"
 #include "admission/review_text.h"
 #include "admission/simd_json_view.h"
-#include "policy/evaluate.h"
-#include "policy/metadata.h"
-#include "policy/node.h"
-#include "policy/pod.h"
-#include "policy/workload_reader.h"
+#include "policy/objects/node.h"
+#include "policy/objects/pod.h"
+#include "policy/objects/workload_reader.h"
+#include "policy/rules/evaluate.h"
+#include "policy/rules/images_wanted.h"
+#include "policy/rules/metadata.h"
 #include "types/quote.h"
 
 namespace cudagate {
@@ -250,19 +251,7 @@ void read_request(const ReviewRequest<V>& req, const AdmissionContext& context, 
     return;
   }
 
-  if (context.policy.registry.enabled) {
-    std::string platform;
-    for (const ContainerSpec* c : gpu) {
-      if (c->image.empty() || context.policy.catalog_entry(c->image) != nullptr) continue;
-      if (platform.empty()) {
-        platform = registry_platform(workload->spec, context.fleet_platform, context.policy);
-      }
-      ImageWanted wanted{c->image, platform};
-      if (std::find(read.images.begin(), read.images.end(), wanted) == read.images.end()) {
-        read.images.push_back(std::move(wanted));
-      }
-    }
-  }
+  read.images = images_wanted(*workload, gpu, context.fleet_platform, context.policy);
   read.workload = std::move(*workload);
 }
 
@@ -458,59 +447,6 @@ AdmissionOutcome handle_admission(Endpoint endpoint, std::string_view mode_param
                                   ReviewParser parser) {
   ReadReview read = read_admission(endpoint, mode_param, body, context, workspace, parser);
   return std::move(decide_admission(read, context, RegistryFacts{}, workspace));
-}
-
-std::string fleet_platform(const Inventory& inventory) {
-  std::string platform;
-  for (std::size_t i = 0; i < inventory.size(); ++i) {
-    if (!inventory.groups()[inventory.group_of(i)].facts.has_gpu) continue;
-    const std::string* arch = inventory.node_label(i, "kubernetes.io/arch");
-    if (arch == nullptr || arch->empty()) return "";
-    const std::string* os = inventory.node_label(i, "kubernetes.io/os");
-    std::string node_platform =
-        (os == nullptr || os->empty() ? std::string("linux") : *os) + "/" + *arch;
-    if (platform.empty()) {
-      platform = std::move(node_platform);
-    } else if (platform != node_platform) {
-      return "";
-    }
-  }
-  return platform;
-}
-
-std::string registry_platform(const PodSpec& spec, std::string_view fleet_platform,
-                              const Policy& policy) {
-  constexpr std::string_view kArch = "kubernetes.io/arch";
-  constexpr std::string_view kOs = "kubernetes.io/os";
-  std::string arch;
-  std::string os;
-  for (const auto& [key, value] : spec.node_selector) {
-    if (key == kArch) arch = value;
-    if (key == kOs) os = value;
-  }
-  // A required affinity names one architecture when each of its terms (ORed)
-  // asks for that one with In.
-  if (arch.empty() && spec.required_terms && !spec.required_terms->empty()) {
-    std::string common;
-    bool agreed = true;
-    for (const NodeSelectorTerm& term : *spec.required_terms) {
-      std::string named;
-      for (const NodeSelectorRequirement& r : term.match_expressions) {
-        if (r.key == kArch && r.op == "In" && r.values.size() == 1) named = r.values[0];
-      }
-      if (named.empty() || (!common.empty() && named != common)) {
-        agreed = false;
-        break;
-      }
-      common = named;
-    }
-    if (agreed) arch = common;
-  }
-  if (arch.empty()) {
-    return std::string(fleet_platform.empty() ? std::string_view(policy.registry.platform)
-                                              : fleet_platform);
-  }
-  return (os.empty() ? std::string("linux") : os) + "/" + arch;
 }
 
 }  // namespace cudagate

@@ -33,12 +33,12 @@
 #include "admission/padded_text.h"
 #include "admission/simd_json_view.h"
 #include "compat-db/compat_db.h"
-#include "policy/decision.h"
-#include "policy/dra.h"
-#include "policy/inventory.h"
-#include "policy/metadata.h"
-#include "policy/pod.h"
-#include "policy/policy.h"
+#include "policy/config/policy.h"
+#include "policy/inventory/inventory.h"
+#include "policy/objects/dra.h"
+#include "policy/objects/pod.h"
+#include "policy/rules/decision.h"
+#include "policy/rules/metadata.h"
 
 namespace cudagate {
 
@@ -69,24 +69,12 @@ struct AdmissionContext {
   const Policy& policy;
   const Inventory& inventory;
   // The platform ("linux/arm64") of every GPU node of the inventory when
-  // they share one; "" otherwise. See registry_platform().
+  // they share one; "" otherwise (policy/rules/images_wanted.h).
   std::string_view fleet_platform{};
   // May be null (none known): the ResourceClaims and ResourceClaimTemplates
   // that pods name in spec.resourceClaims (Dynamic Resource Allocation).
   const ClaimCatalog* claims = nullptr;
 };
-
-// The platform ("linux/amd64") that every GPU node of `inventory` has
-// (labels kubernetes.io/os, kubernetes.io/arch), or "" when they differ or
-// some does not say. Walks the inventory: computed once per inventory.
-[[nodiscard]] std::string fleet_platform(const Inventory& inventory);
-
-// The platform whose config a pod's images are read for: the one its
-// nodeSelector or required node affinity names (kubernetes.io/arch, and
-// kubernetes.io/os), else the fleet's single platform, else the policy's
-// registry.platform. Its candidates then run that platform's image.
-[[nodiscard]] std::string registry_platform(const PodSpec& spec, std::string_view fleet_platform,
-                                            const Policy& policy);
 
 // What the admission answered: the webhook's "allow", "deny", "warn" and
 // "patch" (EnforcementAction), or "error" for a body that is not a review

@@ -12,10 +12,11 @@
 #include <array>
 #include <cstddef>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
-#include "policy/json_view.h"
+#include "policy/objects/json_view.h"
 #include "types/expected.h"
 
 namespace cudagate {
@@ -45,7 +46,7 @@ struct AdmissionRequest {
 // object comes close, and recursive walks of the document stay bounded.
 inline constexpr std::size_t kMaxReviewDepth = 256;
 
-// A review's request read through a JSON view (policy/json_view.h): the
+// A review's request read through a JSON view (policy/objects/json_view.h): the
 // same fields as AdmissionRequest, as views into one parse, so that the
 // webhook's fast parser and nlohmann::json decode a review by the same rules.
 template <JsonView V>
@@ -100,6 +101,61 @@ const V metadata_string(const V& object, const char* key) {
   const V v = meta.find(key);
   if (!v.valid() || !v.is_string()) return V();
   return v;
+}
+
+// request.kind (else the object's own kind and apiVersion), subResource,
+// namespace and name (else the object's metadata) of the request whose
+// members are `field` (read_review's kKeys), into `request`.
+template <JsonView V>
+std::optional<Error> read_identity(const std::array<V, 9>& field, ReviewRequest<V>& request) {
+  if (const V gvk = field[4]; gvk.valid() && !gvk.is_null()) {
+    if (!gvk.is_object()) {
+      return Error{"request.kind", std::string("expected an object, got ") + gvk.type_name()};
+    }
+    auto group = review_detail::optional_string(gvk.find("group"), "group", "request.kind");
+    if (!group) return group.error();
+    auto kind_name = review_detail::optional_string(gvk.find("kind"), "kind", "request.kind");
+    if (!kind_name) return kind_name.error();
+    request.group = *group;
+    request.kind = *kind_name;
+  }
+  if (request.kind.empty() && request.object.valid() && request.object.is_object()) {
+    // A trimmed review without request.kind: the object names itself.
+    if (const V k = request.object.find("kind"); k.valid() && k.is_string()) {
+      request.kind = k.string();
+    }
+    if (const V v = request.object.find("apiVersion"); v.valid() && v.is_string()) {
+      const std::string_view text = v.string();
+      const auto slash = text.find('/');
+      request.group = slash == std::string_view::npos ? std::string_view() : text.substr(0, slash);
+    }
+  }
+
+  auto sub_resource = review_detail::optional_string(field[5], "subResource", "request");
+  if (!sub_resource) return sub_resource.error();
+  request.sub_resource = *sub_resource;
+
+  auto ns = review_detail::optional_string(field[6], "namespace", "request");
+  if (!ns) return ns.error();
+  request.namespace_ = *ns;
+  if (request.namespace_.empty()) {
+    if (const V s = review_detail::metadata_string(request.object, "namespace"); s.valid()) {
+      request.namespace_ = s.string();
+    }
+  }
+
+  auto name = review_detail::optional_string(field[7], "name", "request");
+  if (!name) return name.error();
+  request.name = *name;
+  if (request.name.empty()) {
+    if (const V s = review_detail::metadata_string(request.object, "name"); s.valid()) {
+      request.name = s.string();
+    } else if (const V g = review_detail::metadata_string(request.object, "generateName");
+               g.valid()) {
+      request.name = g.string();
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace review_detail
@@ -174,53 +230,7 @@ Expected<ReviewRequest<V>> read_review(const V& root) {
   request.object = field[2];
   request.old_object = field[3];
 
-  if (const V gvk = field[4]; gvk.valid() && !gvk.is_null()) {
-    if (!gvk.is_object()) {
-      return Error{"request.kind", std::string("expected an object, got ") + gvk.type_name()};
-    }
-    auto group = review_detail::optional_string(gvk.find("group"), "group", "request.kind");
-    if (!group) return group.error();
-    auto kind_name = review_detail::optional_string(gvk.find("kind"), "kind", "request.kind");
-    if (!kind_name) return kind_name.error();
-    request.group = *group;
-    request.kind = *kind_name;
-  }
-  if (request.kind.empty() && request.object.valid() && request.object.is_object()) {
-    // A trimmed review without request.kind: the object names itself.
-    if (const V k = request.object.find("kind"); k.valid() && k.is_string()) {
-      request.kind = k.string();
-    }
-    if (const V v = request.object.find("apiVersion"); v.valid() && v.is_string()) {
-      const std::string_view text = v.string();
-      const auto slash = text.find('/');
-      request.group = slash == std::string_view::npos ? std::string_view() : text.substr(0, slash);
-    }
-  }
-
-  auto sub_resource = review_detail::optional_string(field[5], "subResource", "request");
-  if (!sub_resource) return sub_resource.error();
-  request.sub_resource = *sub_resource;
-
-  auto ns = review_detail::optional_string(field[6], "namespace", "request");
-  if (!ns) return ns.error();
-  request.namespace_ = *ns;
-  if (request.namespace_.empty()) {
-    if (const V s = review_detail::metadata_string(request.object, "namespace"); s.valid()) {
-      request.namespace_ = s.string();
-    }
-  }
-
-  auto name = review_detail::optional_string(field[7], "name", "request");
-  if (!name) return name.error();
-  request.name = *name;
-  if (request.name.empty()) {
-    if (const V s = review_detail::metadata_string(request.object, "name"); s.valid()) {
-      request.name = s.string();
-    } else if (const V g = review_detail::metadata_string(request.object, "generateName");
-               g.valid()) {
-      request.name = g.string();
-    }
-  }
+  if (auto error = review_detail::read_identity(field, request)) return *error;
 
   if (const V dry = field[8]; dry.valid() && !dry.is_null()) {
     if (!dry.is_boolean()) {

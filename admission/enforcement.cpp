@@ -17,7 +17,7 @@ constexpr std::size_t kShownStatements = 4;
 // One finding as it reads across the node groups it applies to.
 struct Statement {
   std::string container;  // "" when the finding is about the pod as a whole
-  std::string rule;
+  Rule rule = Rule::cuda_driver;
   std::string message;
   std::string fix;
   bool unknown = false;
@@ -78,14 +78,7 @@ std::string source_of(const Decision& decision, const Statement& s) {
   const auto c = std::find_if(decision.containers.begin(), decision.containers.end(),
                               [&](const ContainerDecision& cd) { return cd.name == s.container; });
   if (c == decision.containers.end()) return "";
-  const SourcedValue* v = nullptr;
-  if (s.rule == kRuleCudaDriver) {
-    v = !c->require.value.empty() ? &c->require : &c->cuda;
-  } else if (s.rule == kRuleGpuArch) {
-    v = !c->archs.value.empty() ? &c->archs : &c->cuda;
-  } else if (s.rule == kRuleGpuFeature) {
-    v = &c->min_cc;
-  }
+  const SourcedValue* v = rule_info(s.rule).judged(*c);
   if (v == nullptr || v->value.empty() || v->source.empty() || v->source == "unknown") return "";
   return v->source;
 }
@@ -402,12 +395,12 @@ Enforcement enforce(const Decision& decision, const Policy& policy,
   record(e, kAuditCompatible, std::to_string(decision.compatible));
   if (decision.verdict != Verdict::pass) record(e, kAuditFindings, explanation(decision, ss));
   // One key per rule, so audit queries can select on the rule that failed.
-  for (const std::string_view rule : {kRuleCudaDriver, kRuleGpuArch, kRuleGpuFeature}) {
+  for (const RuleInfo& rule : kRuleTable) {
     std::vector<std::string> texts;
     for (const auto& s : ss) {
-      if (s.rule == rule) texts.push_back(finding_text(decision, s, true, true));
+      if (s.rule == rule.rule) texts.push_back(finding_text(decision, s, true, true));
     }
-    if (!texts.empty()) record(e, rule, joined(texts, "; "));
+    if (!texts.empty()) record(e, rule.name, joined(texts, "; "));
   }
   if (e.action == EnforcementAction::patch) record(e, kAuditPinned, e.pin_reason);
   return e;

@@ -30,8 +30,8 @@
 #include <vector>
 
 #include "admission/endpoint.h"
-#include "policy/decision.h"
-#include "policy/policy.h"
+#include "policy/config/policy.h"
+#include "policy/rules/decision.h"
 #include "types/expected.h"
 
 namespace cudagate {

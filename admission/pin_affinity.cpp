@@ -11,8 +11,8 @@
 #include <utility>
 
 #include "admission/rule_pin.h"
-#include "policy/evaluate.h"
-#include "policy/node_pool.h"
+#include "policy/objects/node_pool.h"
+#include "policy/rules/evaluate.h"
 
 namespace cudagate {
 namespace {
@@ -408,12 +408,10 @@ std::vector<Scheme> schemes_for(const Decision& decision) {
   for (const auto& g : decision.groups) {
     if (g.outcome == Outcome::compatible) continue;
     for (const auto& f : g.findings) {
-      if (f.rule == kRuleCudaDriver) {
+      if (rule_info(f.rule).facts == RuleFacts::driver) {
         driver = true;
-      } else if (f.rule == kRuleGpuArch || f.rule == kRuleGpuFeature) {
-        device = true;
       } else {
-        driver = device = true;
+        device = true;
       }
     }
   }
@@ -455,6 +453,154 @@ NodeSet compatible_candidates(const Workload& workload, const Decision& decision
   return compatible;
 }
 
+namespace {
+
+// One workload's pin being made: what every candidate set of terms is
+// checked against, and the check.
+struct PinAttempt {
+  const json& object;
+  const json& spec;
+  const std::string& base;  // the pod spec's JSON pointer
+  const Decision& decision;
+  const Inventory& inventory;
+  const CompatDb& db;
+  const json* existing;        // the pod's own required terms, or null
+  std::size_t existing_terms;  // how many (1 when none)
+  NodeSet wanted;              // the compatible candidates
+
+  [[nodiscard]] bool too_many(std::size_t terms) const {
+    return terms * existing_terms > kMaxPinnedTerms;
+  }
+
+  // The pin of `terms` when the patched pod's candidates are exactly the
+  // compatible candidates of the original (the check the contract asks for).
+  Expected<std::optional<Pin>> verified(std::vector<NodeSelectorTerm> terms, std::string keys_used,
+                                        std::string_view annotation) const {
+    json combined = combined_terms(existing, terms);
+    json pod = {{"apiVersion", "v1"},
+                {"kind", "Pod"},
+                {"metadata", {{"name", "pin-check"}}},
+                {"spec", patched_spec(spec, combined)}};
+    auto patched = workload_from_json(pod, "pinned pod");
+    if (!patched) return patched.error();
+    if (!(inventory.candidates(patched->spec, added_requests(decision)) == wanted)) {
+      return std::optional<Pin>();
+    }
+    Pin pin;
+    pin.nodes = wanted.count();
+    pin.scheme = std::move(keys_used);
+    pin.terms = std::move(terms);
+    pin.patch = json::array();
+    pin.patch.push_back(affinity_op(spec, base, std::move(combined)));
+    pin.patch.push_back(annotation_op(object, base, annotation));
+    return std::optional<Pin>(std::move(pin));
+  }
+};
+
+// A node pool among the compatible candidates: the pin selects the
+// compatible pools by their own labels, their nodes that cannot run the
+// workload by name, and the compatible nodes of no such pool by a scheme.
+Expected<Pin> pin_by_pools(const PinAttempt& attempt, std::string_view reason) {
+  const Inventory& inventory = attempt.inventory;
+  std::vector<NodeSelectorTerm> by_pool = pool_terms(attempt.wanted, inventory);
+  // What the pool terms select: the pools, and the nodes that carry their labels.
+  json probe = {{"apiVersion", "v1"},
+                {"kind", "Pod"},
+                {"metadata", {{"name", "pin-check"}}},
+                {"spec", patched_spec(attempt.spec, combined_terms(attempt.existing, by_pool))}};
+  auto probed = workload_from_json(probe, "pinned pod");
+  if (!probed) return probed.error();
+  const NodeSet pooled = inventory.candidates(probed->spec, added_requests(attempt.decision));
+  NodeSet excluded = pooled;
+  excluded.subtract(attempt.wanted);
+  if (excluded.count() > kMaxPinnedNodeNames) {
+    return Error{"", "more than " + std::to_string(kMaxPinnedNodeNames) +
+                         " nodes of the compatible pools cannot run it and would have to be "
+                         "named"};
+  }
+  exclude_names(by_pool, excluded, inventory);
+  NodeSet rest = attempt.wanted;
+  rest.subtract(pooled);
+  std::string pool_keys = "node pools";
+  if (rest.empty()) {
+    if (!attempt.too_many(by_pool.size())) {
+      auto pin = attempt.verified(by_pool, pool_keys, reason);
+      if (!pin) return pin.error();
+      if (*pin) return std::move(**pin);
+    }
+  } else {
+    for (const Scheme scheme : schemes_for(attempt.decision)) {
+      std::string keys_used;
+      auto terms = scheme_terms(scheme, rest, inventory, attempt.db, false, keys_used);
+      if (!terms) continue;
+      terms->insert(terms->begin(), by_pool.begin(), by_pool.end());
+      if (attempt.too_many(terms->size())) continue;
+      std::string scheme_keys = pool_keys;
+      scheme_keys += " and ";
+      scheme_keys += keys_used;
+      auto pin = attempt.verified(std::move(*terms), std::move(scheme_keys), reason);
+      if (!pin) return pin.error();
+      if (*pin) return std::move(**pin);
+    }
+  }
+  return Error{"", "no terms on the compatible pools' labels select exactly the " +
+                       std::to_string(attempt.wanted.count()) + " compatible nodes and pools"};
+}
+
+// The pin on the rules' label ranges (rule_pin_terms), or none with why
+// not added to `annotation`: the pin on today's exact values says so.
+Expected<std::optional<Pin>> pin_by_rules(const PinAttempt& attempt, const Policy& policy,
+                                          std::string_view reason, std::string& annotation) {
+  auto rule = rule_pin_terms(attempt.decision, policy, attempt.db);
+  std::string why;
+  if (!rule) {
+    why = rule.error().message;
+  } else if (attempt.too_many(rule->terms.size())) {
+    why = "the pinned affinity would have too many terms";
+  } else {
+    auto pin = attempt.verified(std::move(rule->terms), std::move(rule->keys), reason);
+    if (!pin) return pin.error();
+    if (*pin) return pin;
+    why =
+        "the rules' label ranges select other nodes than the compatible ones (some nodes "
+        "lack GPU Feature Discovery's numeric labels)";
+  }
+  annotation += " (pinned on today's exact values: " + why + ")";
+  return std::optional<Pin>();
+}
+
+// The pin on today's exact values: the schemes the findings call for, each
+// on a sample of labels first, then on all of them; node names last.
+Expected<Pin> pin_by_schemes(const PinAttempt& attempt, std::string_view annotation) {
+  std::string failures;
+  for (const Scheme scheme : schemes_for(attempt.decision)) {
+    for (const bool sampled : {true, false}) {
+      if (scheme == Scheme::names && sampled) continue;
+      std::string keys_used;
+      auto terms =
+          scheme_terms(scheme, attempt.wanted, attempt.inventory, attempt.db, sampled, keys_used);
+      if (!terms) {
+        if (scheme == Scheme::names) failures += terms.error().message;
+        break;
+      }
+      if (attempt.too_many(terms->size())) {
+        if (scheme == Scheme::names) failures += "the pinned affinity would have too many terms";
+        break;
+      }
+      auto pin = attempt.verified(std::move(*terms), std::move(keys_used), annotation);
+      if (!pin) return pin.error();
+      if (*pin) return std::move(**pin);
+    }
+  }
+  return Error{
+      "", "no driver, compute-capability or product labels set the " +
+              std::to_string(attempt.wanted.count()) +
+              " compatible nodes apart from the others, and " +
+              (failures.empty() ? std::string("naming them selects other nodes too") : failures)};
+}
+
+}  // namespace
+
 Expected<Pin> pin_affinity(const json& object, const Workload& workload, const Decision& decision,
                            const Inventory& inventory, const CompatDb& db, std::string_view reason,
                            const Policy* policy) {
@@ -468,128 +614,23 @@ Expected<Pin> pin_affinity(const json& object, const Workload& workload, const D
     return Error{base + "/affinity", "expected an object"};
   }
 
-  const NodeSet wanted = compatible_candidates(workload, decision, inventory);
+  NodeSet wanted = compatible_candidates(workload, decision, inventory);
   if (wanted.empty()) return Error{"", "no candidate node can run it"};
   const json* existing = member(member(member(member(spec, "affinity"), "nodeAffinity"), kRequired),
                                 "nodeSelectorTerms");
   const std::size_t existing_terms =
       existing != nullptr && existing->is_array() && !existing->empty() ? existing->size() : 1;
+  const PinAttempt attempt{object, *spec,    base,           decision,         inventory,
+                           db,     existing, existing_terms, std::move(wanted)};
 
-  // The pin of `terms` when the patched pod's candidates are exactly the
-  // compatible candidates of the original (the check the contract asks for).
-  auto verified = [&](std::vector<NodeSelectorTerm> terms, std::string keys_used,
-                      std::string_view annotation) -> Expected<std::optional<Pin>> {
-    json combined = combined_terms(existing, terms);
-    json pod = {{"apiVersion", "v1"},
-                {"kind", "Pod"},
-                {"metadata", {{"name", "pin-check"}}},
-                {"spec", patched_spec(*spec, combined)}};
-    auto patched = workload_from_json(pod, "pinned pod");
-    if (!patched) return patched.error();
-    if (!(inventory.candidates(patched->spec, added_requests(decision)) == wanted)) {
-      return std::optional<Pin>();
-    }
-    Pin pin;
-    pin.nodes = wanted.count();
-    pin.scheme = std::move(keys_used);
-    pin.terms = std::move(terms);
-    pin.patch = json::array();
-    pin.patch.push_back(affinity_op(*spec, base, std::move(combined)));
-    pin.patch.push_back(annotation_op(object, base, annotation));
-    return std::optional<Pin>(std::move(pin));
-  };
-
-  // A node pool among the compatible candidates: the pin selects the
-  // compatible pools by their own labels, their nodes that cannot run the
-  // workload by name, and the compatible nodes of no such pool as below.
-  if (holds_pool(wanted, inventory)) {
-    std::vector<NodeSelectorTerm> by_pool = pool_terms(wanted, inventory);
-    // What the pool terms select: the pools, and the nodes that carry their labels.
-    json probe = {{"apiVersion", "v1"},
-                  {"kind", "Pod"},
-                  {"metadata", {{"name", "pin-check"}}},
-                  {"spec", patched_spec(*spec, combined_terms(existing, by_pool))}};
-    auto probed = workload_from_json(probe, "pinned pod");
-    if (!probed) return probed.error();
-    const NodeSet pooled = inventory.candidates(probed->spec, added_requests(decision));
-    NodeSet excluded = pooled;
-    excluded.subtract(wanted);
-    if (excluded.count() > kMaxPinnedNodeNames) {
-      return Error{"", "more than " + std::to_string(kMaxPinnedNodeNames) +
-                           " nodes of the compatible pools cannot run it and would have to be "
-                           "named"};
-    }
-    exclude_names(by_pool, excluded, inventory);
-    NodeSet rest = wanted;
-    rest.subtract(pooled);
-    std::string pool_keys = "node pools";
-    if (rest.empty()) {
-      if (by_pool.size() * existing_terms <= kMaxPinnedTerms) {
-        auto pin = verified(by_pool, pool_keys, reason);
-        if (!pin) return pin.error();
-        if (*pin) return std::move(**pin);
-      }
-    } else {
-      for (const Scheme scheme : schemes_for(decision)) {
-        std::string keys_used;
-        auto terms = scheme_terms(scheme, rest, inventory, db, false, keys_used);
-        if (!terms) continue;
-        terms->insert(terms->begin(), by_pool.begin(), by_pool.end());
-        if (terms->size() * existing_terms > kMaxPinnedTerms) continue;
-        std::string scheme_keys = pool_keys;
-        scheme_keys += " and ";
-        scheme_keys += keys_used;
-        auto pin = verified(std::move(*terms), std::move(scheme_keys), reason);
-        if (!pin) return pin.error();
-        if (*pin) return std::move(**pin);
-      }
-    }
-    return Error{"", "no terms on the compatible pools' labels select exactly the " +
-                         std::to_string(wanted.count()) + " compatible nodes and pools"};
-  }
-
+  if (holds_pool(attempt.wanted, inventory)) return pin_by_pools(attempt, reason);
   std::string exact_annotation(reason);
   if (policy != nullptr) {
-    auto rule = rule_pin_terms(decision, *policy, db);
-    std::string why;
-    if (!rule) {
-      why = rule.error().message;
-    } else if (rule->terms.size() * existing_terms > kMaxPinnedTerms) {
-      why = "the pinned affinity would have too many terms";
-    } else {
-      auto pin = verified(std::move(rule->terms), std::move(rule->keys), reason);
-      if (!pin) return pin.error();
-      if (*pin) return std::move(**pin);
-      why =
-          "the rules' label ranges select other nodes than the compatible ones (some nodes "
-          "lack GPU Feature Discovery's numeric labels)";
-    }
-    exact_annotation += " (pinned on today's exact values: " + why + ")";
+    auto pin = pin_by_rules(attempt, *policy, reason, exact_annotation);
+    if (!pin) return pin.error();
+    if (*pin) return std::move(**pin);
   }
-
-  std::string failures;
-  for (const Scheme scheme : schemes_for(decision)) {
-    for (const bool sampled : {true, false}) {
-      if (scheme == Scheme::names && sampled) continue;
-      std::string keys_used;
-      auto terms = scheme_terms(scheme, wanted, inventory, db, sampled, keys_used);
-      if (!terms) {
-        if (scheme == Scheme::names) failures += terms.error().message;
-        break;
-      }
-      if (terms->size() * existing_terms > kMaxPinnedTerms) {
-        if (scheme == Scheme::names) failures += "the pinned affinity would have too many terms";
-        break;
-      }
-      auto pin = verified(std::move(*terms), std::move(keys_used), exact_annotation);
-      if (!pin) return pin.error();
-      if (*pin) return std::move(**pin);
-    }
-  }
-  return Error{
-      "", "no driver, compute-capability or product labels set the " +
-              std::to_string(wanted.count()) + " compatible nodes apart from the others, and " +
-              (failures.empty() ? std::string("naming them selects other nodes too") : failures)};
+  return pin_by_schemes(attempt, exact_annotation);
 }
 
 }  // namespace cudagate

@@ -36,11 +36,11 @@
 #include <vector>
 
 #include "compat-db/compat_db.h"
-#include "policy/decision.h"
-#include "policy/inventory.h"
-#include "policy/node_set.h"
-#include "policy/pod.h"
-#include "policy/policy.h"
+#include "policy/config/policy.h"
+#include "policy/inventory/inventory.h"
+#include "policy/inventory/node_set.h"
+#include "policy/objects/pod.h"
+#include "policy/rules/decision.h"
 #include "types/expected.h"
 
 namespace cudagate {

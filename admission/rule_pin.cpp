@@ -6,11 +6,11 @@
 #include <optional>
 #include <utility>
 
-#include "policy/arch_list.h"
-#include "policy/dra_selector.h"
-#include "policy/metadata.h"
-#include "policy/requirement.h"
-#include "policy/rules.h"
+#include "policy/image/arch_list.h"
+#include "policy/image/requirement.h"
+#include "policy/objects/dra_selector.h"
+#include "policy/rules/container_check.h"
+#include "policy/rules/metadata.h"
 #include "types/quote.h"
 
 namespace cudagate {

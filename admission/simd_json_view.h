@@ -1,5 +1,5 @@
 #pragma once
-// simdjson's DOM seen through policy/json_view.h's interface: the webhook's
+// simdjson's DOM seen through policy/objects/json_view.h's interface: the webhook's
 // hot path parses a review body with simdjson (a few microseconds for
 // 13 KB, against a few hundred for nlohmann::json) and reads it with the
 // same mapping code as the reference parser.
@@ -31,17 +31,26 @@
 #include <utility>
 #include <vector>
 
-#include "policy/json_view.h"
+#include "policy/objects/json_view.h"
 
 namespace cudagate {
 
 class SimdJsonView {
+  struct KeyOrder;
+
  public:
+  // The key orders of large objects met in a parser's documents, which
+  // for_each_member reuses to sort the next object of the same keys
+  // written in the same order (PaddedDomParser keeps one).
+  using KeyOrders = std::array<KeyOrder, 8>;
+
   SimdJsonView() = default;
   // The root of a document simdjson has parsed; valid while the document
-  // is neither parsed into again nor destroyed.
-  explicit SimdJsonView(const simdjson::dom::document& doc)
-      : tape_(doc.tape.get()), strings_(doc.string_buf.get()), index_(1) {}
+  // is neither parsed into again nor destroyed. `orders`, when given, is
+  // read and written by every view of the document (one thread at a time)
+  // and must outlive them.
+  explicit SimdJsonView(const simdjson::dom::document& doc, KeyOrders* orders = nullptr)
+      : tape_(doc.tape.get()), strings_(doc.string_buf.get()), orders_(orders), index_(1) {}
 
   [[nodiscard]] bool valid() const { return tape_ != nullptr; }
   [[nodiscard]] bool is_null() const { return type() == 'n'; }
@@ -153,12 +162,15 @@ class SimdJsonView {
     // Otherwise large objects (the labels of a node list's items) tend to
     // repeat an earlier one's keys in the same order: its order is reused.
     if (!std::is_sorted(members, members + n, before)) {
-      // A few shapes (a CPU pool's labels, a GPU pool's...), told apart by size.
-      thread_local std::array<KeyOrder, 8> orders;
-      KeyOrder& order = orders[n % orders.size()];
-      if (n < kRememberedOrder || !order.apply(members, n)) {
+      if (n < kRememberedOrder || orders_ == nullptr) {
         std::sort(members, members + n, before);
-        if (n >= kRememberedOrder) order.remember(members, n);
+      } else {
+        // A few shapes (a CPU pool's labels, a GPU pool's...), told apart by size.
+        KeyOrder& order = (*orders_)[n % orders_->size()];
+        if (!order.apply(members, n)) {
+          std::sort(members, members + n, before);
+          order.remember(members, n);
+        }
       }
     }
     for (std::uint32_t i = 0; i < n; ++i) {
@@ -307,18 +319,21 @@ class SimdJsonView {
     SimdJsonView v;
     v.tape_ = tape_;
     v.strings_ = strings_;
+    v.orders_ = orders_;
     v.index_ = i;
     return v;
   }
 
   const std::uint64_t* tape_ = nullptr;
   const std::uint8_t* strings_ = nullptr;
+  KeyOrders* orders_ = nullptr;
   std::uint32_t index_ = 0;
 };
 
-// simdjson's DOM parser with a padded copy of the text, both kept and reused
-// from one parse to the next (one per thread, or per reader). The view a
-// parse returns is valid until the next parse.
+// simdjson's DOM parser with a padded copy of the text and the key orders
+// its documents' views remember, all kept and reused from one parse to the
+// next (one per admission workspace, or per reader; not shared between
+// threads). The view a parse returns is valid until the next parse.
 class PaddedDomParser {
  public:
   // `max_depth` bounds nesting as the reference parser's check does, so
@@ -343,7 +358,7 @@ class PaddedDomParser {
     if (parser_.parse(padded_.data(), text.size(), false).get(root) != simdjson::SUCCESS) {
       return std::nullopt;
     }
-    return SimdJsonView(parser_.doc);
+    return SimdJsonView(parser_.doc, &orders_);
   }
 
  private:
@@ -352,6 +367,7 @@ class PaddedDomParser {
   simdjson::dom::parser parser_;
   bool allocated_ = false;
   std::vector<char> padded_;
+  SimdJsonView::KeyOrders orders_;
 };
 
 // A document value as nlohmann::json, with nlohmann's own number types

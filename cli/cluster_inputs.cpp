@@ -10,8 +10,9 @@
 #include "cli/common.h"
 #include "kube/api_client.h"
 #include "kube/cluster_workloads.h"
-#include "policy/node_pool.h"
-#include "policy/workload_stream.h"
+#include "policy/inventory/inventory_pools.h"
+#include "policy/objects/node_pool.h"
+#include "policy/objects/workload_stream.h"
 #include "server/node_loader.h"
 
 namespace cudagate::cli {

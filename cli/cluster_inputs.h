@@ -13,7 +13,7 @@
 #include "compat-db/compat_db.h"
 #include "kube/api_calls.h"
 #include "kube/api_client.h"
-#include "policy/inventory.h"
+#include "policy/inventory/inventory.h"
 
 namespace cudagate::cli {
 

@@ -15,7 +15,9 @@
 #include <vector>
 
 #include "admission/admission.h"
-#include "policy/evaluate.h"
+#include "policy/inventory/inventory_pools.h"
+#include "policy/rules/evaluate.h"
+#include "policy/rules/images_wanted.h"
 #include "registry/registry_client.h"
 #include "server/logging.h"
 
@@ -172,9 +174,9 @@ std::vector<RegistryFacts> registry_facts(const std::vector<const Workload*>& wo
   std::vector<std::size_t> wanted_by;  // the workload of each
   for (std::size_t i = 0; i < workloads.size(); ++i) {
     const Workload& workload = *workloads[i];
-    for (const ContainerSpec* c : gpu_containers(workload, policy)) {
-      if (c->image.empty() || policy.catalog_entry(c->image) != nullptr) continue;
-      wanted.push_back(ImageWanted{c->image, registry_platform(workload.spec, fleet, policy)});
+    for (ImageWanted& image :
+         images_wanted(workload, gpu_containers(workload, policy), fleet, policy)) {
+      wanted.push_back(std::move(image));
       wanted_by.push_back(i);
     }
   }

@@ -106,13 +106,9 @@ void section(std::ostream& out, const cli::Paint& paint, const std::string& titl
   sources.print(out, paint);
 }
 
-void print_db_text(std::ostream& out, const CompatDb& db, const std::string& origin) {
-  const cli::Paint paint(cli::stdout_wants_colour());
-  out << "compat-db revision " << db.revision << " (" << origin << "), as of "
-      << (db.as_of.empty() ? std::string("an unknown date") : db.as_of) << '\n';
-  for (const auto& [what, entry] : newest_entries(db)) {
-    out << "  newest " << what << ": " << entry << '\n';
-  }
+// The matrix's driver side: CUDA releases and their drivers, minor version
+// compatibility, driver branches and the targets of each CUDA release.
+void print_driver_tables(std::ostream& out, const cli::Paint& paint, const CompatDb& db) {
   {
     Table table({"CUDA", "RELEASE", "MIN DRIVER (LINUX X86_64)", "SOURCE"});
     Sources sources;
@@ -160,6 +156,10 @@ void print_db_text(std::ostream& out, const CompatDb& db, const std::string& ori
     section(out, paint, "Compute capabilities each CUDA release can target", db.cuda_targets.size(),
             table, sources);
   }
+}
+
+// The matrix's GPU side: products, cloud labels, named architectures, Tegra.
+void print_gpu_tables(std::ostream& out, const cli::Paint& paint, const CompatDb& db) {
   {
     Table table({"PRODUCT", "CC", "FAMILY", "BRAND", "DATACENTER", "SOURCE", "ALSO MATCHES"});
     Sources sources;
@@ -198,6 +198,10 @@ void print_db_text(std::ostream& out, const CompatDb& db, const std::string& ori
     section(out, paint, "Tegra capabilities (SASS runs only on exactly its own capability)",
             db.tegra.size(), table, sources);
   }
+}
+
+// The matrix's image side: nvidia/cuda and NGC images, inference rules, PyTorch's builds.
+void print_image_tables(std::ostream& out, const cli::Paint& paint, const CompatDb& db) {
   {
     Table table({"CUDA_VERSION", "SOURCE", "NVIDIA_REQUIRE_CUDA"});
     Sources sources;
@@ -240,6 +244,18 @@ void print_db_text(std::ostream& out, const CompatDb& db, const std::string& ori
     section(out, paint, "PyTorch's own builds (wheels and pytorch/pytorch images)",
             db.torch_builds.size(), table, sources);
   }
+}
+
+void print_db_text(std::ostream& out, const CompatDb& db, const std::string& origin) {
+  const cli::Paint paint(cli::stdout_wants_colour());
+  out << "compat-db revision " << db.revision << " (" << origin << "), as of "
+      << (db.as_of.empty() ? std::string("an unknown date") : db.as_of) << '\n';
+  for (const auto& [what, entry] : newest_entries(db)) {
+    out << "  newest " << what << ": " << entry << '\n';
+  }
+  print_driver_tables(out, paint, db);
+  print_gpu_tables(out, paint, db);
+  print_image_tables(out, paint, db);
 }
 
 std::string counts(const CompatDb& db) {

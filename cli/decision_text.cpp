@@ -126,7 +126,8 @@ void print_decision_text(std::ostream& out, const Decision& decision, const Pain
         << "    " << facts_line(group.facts) << '\n';
     for (const auto& finding : group.findings) {
       out << "    " << (finding.unknown ? paint.yellow("? ") : paint.red("x ")) << "["
-          << finding.rule << "] " << finding.container << ": " << finding.message << '\n';
+          << to_string(finding.rule) << "] " << finding.container << ": " << finding.message
+          << '\n';
       if (!finding.fix.empty()) out << "      " << paint.bold("fix:") << ' ' << finding.fix << '\n';
     }
   }

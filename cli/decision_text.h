@@ -6,7 +6,7 @@
 #include <ostream>
 
 #include "cli/common.h"
-#include "policy/decision.h"
+#include "policy/rules/decision.h"
 
 namespace cudagate::cli {
 

@@ -1,7 +1,7 @@
 // `cudagate explain`: why a GPU pod failed after admission. It reads the
 // pod (its node, container statuses and last termination messages), its
 // events and the node list, recognises the failures cudagate exists for
-// (policy/failure_message.h), and answers with the rule, the values and
+// (policy/rules/failure_message.h), and answers with the rule, the values and
 // their sources and the fix, from the same decision `check` prints; then
 // what admission would have done with the pod under this policy, and which
 // mode or setting would have stopped it.
@@ -25,10 +25,10 @@
 #include "cli/common.h"
 #include "cli/decision_text.h"
 #include "kube/api_client.h"
-#include "policy/document.h"
-#include "policy/evaluate.h"
-#include "policy/failure_message.h"
-#include "policy/pod_status.h"
+#include "policy/objects/document.h"
+#include "policy/objects/pod_status.h"
+#include "policy/rules/evaluate.h"
+#include "policy/rules/failure_message.h"
 #include "report/audit.h"
 #include "report/decision_record.h"
 #include "report/finding_text.h"
@@ -315,6 +315,112 @@ ExplainInputs read_cluster(const ExplainOptions& options, const CompatDb& db) {
   return in;
 }
 
+// What explain found, for printing.
+struct Explanation {
+  const PodReport& pod;
+  const Workload& workload;
+  const std::vector<Report>& reports;
+  const Decision& on_node;    // on its node, as it ran
+  const Decision& admission;  // unbound, as admission saw it
+  const std::vector<std::string>& admission_text;
+  const std::string& node_facts;  // "" when the pod is not bound
+  bool recognised;                // some report is a failure cudagate recognises
+};
+
+// The explanation as JSON (kind Explanation).
+void print_explanation_json(const Explanation& e) {
+  const PodReport& pod = e.pod;
+  const std::vector<Report>& reports = e.reports;
+  const Decision& on_node = e.on_node;
+  json out = json::object();
+  out["apiVersion"] = "cudagate.io/v1alpha1";
+  out["kind"] = "Explanation";
+  out["pod"] = json{{"namespace", pod.namespace_},
+                    {"name", pod.name},
+                    {"node", pod.node_name},
+                    {"phase", pod.phase}};
+  json failures = json::array();
+  for (const Report& r : reports) {
+    for (const RecognisedFailure& f : r.failures) {
+      json item{{"kind", to_string(f.kind)}, {"rule", to_string(f.rule)},
+                {"origin", r.origin},        {"excerpt", f.excerpt},
+                {"meaning", meaning(f)},     {"findings", json::array()}};
+      if (!f.condition.empty()) item["condition"] = f.condition;
+      for (const Finding* finding : findings_for(f, on_node)) {
+        item["findings"].push_back(json{{"rule", to_string(finding->rule)},
+                                        {"container", finding->container},
+                                        {"message", finding->message},
+                                        {"fix", finding->fix}});
+      }
+      item["reproduced"] = !item["findings"].empty();
+      if (item["findings"].empty()) item["hint"] = missing_value_hint(f);
+      failures.push_back(std::move(item));
+    }
+  }
+  out["failures"] = std::move(failures);
+  json unrecognised = json::array();
+  for (const Report& r : reports) {
+    if (r.failures.empty())
+      unrecognised.push_back(json{{"origin", r.origin}, {"message", r.message}});
+  }
+  out["unrecognised"] = std::move(unrecognised);
+  out["decision"] = to_json(on_node);
+  out["admission"] = json{{"decision", to_json(e.admission)}, {"notes", e.admission_text}};
+  std::cout << out.dump(2, ' ', false, json::error_handler_t::replace) << '\n';
+}
+
+// The explanation as text for a terminal.
+void print_explanation_text(const Explanation& e) {
+  const PodReport& pod = e.pod;
+  const std::vector<Report>& reports = e.reports;
+  const Decision& on_node = e.on_node;
+  const cli::Paint paint(cli::stdout_wants_colour());
+  std::ostream& out = std::cout;
+  out << paint.bold(workload_title(e.workload.resource));
+  if (!pod.node_name.empty()) out << " on node " << pod.node_name << ": " << e.node_facts;
+  if (!pod.phase.empty()) out << " (" << pod.phase << ")";
+  out << "\n\n" << paint.bold("Reported failures") << '\n';
+  if (reports.empty()) out << "  none: the pod's status and events carry no message\n";
+  for (const Report& r : reports) {
+    out << "  " << r.origin << ":\n";
+    for (const RecognisedFailure& f : r.failures) {
+      out << "    " << f.excerpt << '\n';
+      out << "    " << paint.bold("-> " + std::string(to_string(f.kind))) << ": " << meaning(f)
+          << "; cudagate rule " << to_string(f.rule) << '\n';
+      const auto findings = findings_for(f, on_node);
+      for (const Finding* finding : findings) {
+        out << "       cudagate finds the same: [" << to_string(finding->rule) << "] "
+            << finding->container << ": " << finding->message << '\n';
+        if (const ContainerDecision* c = container_of(on_node, finding->container)) {
+          out << "       values: " << values_line(*c) << '\n';
+        }
+        if (!finding->fix.empty()) {
+          out << "       " << paint.bold("fix:") << ' ' << finding->fix << '\n';
+        }
+      }
+      if (findings.empty()) {
+        out << "       cudagate's decision does not show it: " << missing_value_hint(f) << '\n';
+      }
+    }
+    if (r.failures.empty()) {
+      out << "    " << shorten(last_line(r.message), 300) << '\n'
+          << "    " << paint.dim("-> not a failure cudagate recognises") << '\n';
+    }
+  }
+  if (!e.recognised) {
+    out << "\n  None of these messages is a CUDA compatibility failure cudagate recognises; "
+           "what it decides for the pod on its node is below.\n";
+  }
+  out << '\n'
+      << paint.bold(pod.node_name.empty()
+                        ? std::string("What cudagate decides for this pod")
+                        : "What cudagate decides for this pod on " + pod.node_name)
+      << '\n';
+  cli::print_decision_text(out, on_node, paint);
+  out << '\n' << paint.bold("At admission") << '\n';
+  for (const std::string& line : e.admission_text) out << "  " << line << '\n';
+}
+
 void run_explain(const ExplainOptions& options) {
   cli::setup_logging(options.common);
   const bool cluster = !options.target.empty();
@@ -369,88 +475,12 @@ void run_explain(const ExplainOptions& options) {
     node_facts = facts_text(inventory.groups()[inventory.group_of(i)].facts);
   }
 
+  const Explanation explanation{pod,       workload,       reports,    on_node,
+                                admission, admission_text, node_facts, recognised};
   if (options.output == "json") {
-    json out = json::object();
-    out["apiVersion"] = "cudagate.io/v1alpha1";
-    out["kind"] = "Explanation";
-    out["pod"] = json{{"namespace", pod.namespace_},
-                      {"name", pod.name},
-                      {"node", pod.node_name},
-                      {"phase", pod.phase}};
-    json failures = json::array();
-    for (const Report& r : reports) {
-      for (const RecognisedFailure& f : r.failures) {
-        json item{{"kind", to_string(f.kind)}, {"rule", f.rule},
-                  {"origin", r.origin},        {"excerpt", f.excerpt},
-                  {"meaning", meaning(f)},     {"findings", json::array()}};
-        if (!f.condition.empty()) item["condition"] = f.condition;
-        for (const Finding* finding : findings_for(f, on_node)) {
-          item["findings"].push_back(json{{"rule", finding->rule},
-                                          {"container", finding->container},
-                                          {"message", finding->message},
-                                          {"fix", finding->fix}});
-        }
-        item["reproduced"] = !item["findings"].empty();
-        if (item["findings"].empty()) item["hint"] = missing_value_hint(f);
-        failures.push_back(std::move(item));
-      }
-    }
-    out["failures"] = std::move(failures);
-    json unrecognised = json::array();
-    for (const Report& r : reports) {
-      if (r.failures.empty())
-        unrecognised.push_back(json{{"origin", r.origin}, {"message", r.message}});
-    }
-    out["unrecognised"] = std::move(unrecognised);
-    out["decision"] = to_json(on_node);
-    out["admission"] = json{{"decision", to_json(admission)}, {"notes", admission_text}};
-    std::cout << out.dump(2, ' ', false, json::error_handler_t::replace) << '\n';
+    print_explanation_json(explanation);
   } else {
-    const cli::Paint paint(cli::stdout_wants_colour());
-    std::ostream& out = std::cout;
-    out << paint.bold(workload_title(workload.resource));
-    if (!pod.node_name.empty()) out << " on node " << pod.node_name << ": " << node_facts;
-    if (!pod.phase.empty()) out << " (" << pod.phase << ")";
-    out << "\n\n" << paint.bold("Reported failures") << '\n';
-    if (reports.empty()) out << "  none: the pod's status and events carry no message\n";
-    for (const Report& r : reports) {
-      out << "  " << r.origin << ":\n";
-      for (const RecognisedFailure& f : r.failures) {
-        out << "    " << f.excerpt << '\n';
-        out << "    " << paint.bold("-> " + std::string(to_string(f.kind))) << ": " << meaning(f)
-            << "; cudagate rule " << f.rule << '\n';
-        const auto findings = findings_for(f, on_node);
-        for (const Finding* finding : findings) {
-          out << "       cudagate finds the same: [" << finding->rule << "] " << finding->container
-              << ": " << finding->message << '\n';
-          if (const ContainerDecision* c = container_of(on_node, finding->container)) {
-            out << "       values: " << values_line(*c) << '\n';
-          }
-          if (!finding->fix.empty()) {
-            out << "       " << paint.bold("fix:") << ' ' << finding->fix << '\n';
-          }
-        }
-        if (findings.empty()) {
-          out << "       cudagate's decision does not show it: " << missing_value_hint(f) << '\n';
-        }
-      }
-      if (r.failures.empty()) {
-        out << "    " << shorten(last_line(r.message), 300) << '\n'
-            << "    " << paint.dim("-> not a failure cudagate recognises") << '\n';
-      }
-    }
-    if (!recognised) {
-      out << "\n  None of these messages is a CUDA compatibility failure cudagate recognises; "
-             "what it decides for the pod on its node is below.\n";
-    }
-    out << '\n'
-        << paint.bold(pod.node_name.empty()
-                          ? std::string("What cudagate decides for this pod")
-                          : "What cudagate decides for this pod on " + pod.node_name)
-        << '\n';
-    cli::print_decision_text(out, on_node, paint);
-    out << '\n' << paint.bold("At admission") << '\n';
-    for (const std::string& line : admission_text) out << "  " << line << '\n';
+    print_explanation_text(explanation);
   }
   std::cout.flush();
   const bool fails = on_node.verdict != Verdict::pass && on_node.verdict != Verdict::skip;

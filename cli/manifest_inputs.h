@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "cli/common.h"
-#include "policy/dra.h"
-#include "policy/workload_stream.h"
+#include "policy/objects/dra.h"
+#include "policy/objects/workload_stream.h"
 
 namespace cudagate::cli {
 

@@ -1,7 +1,7 @@
 // `cudagate plan`: what a driver rollout, a node pool change or an image
 // change does to a set of workloads, before it is made. The command reads
 // the inputs and the changes, hands both fleets to the pure plan
-// (policy/rollout_plan.h) and prints it; nothing is changed anywhere.
+// (policy/plan/rollout_plan.h) and prints it; nothing is changed anywhere.
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -15,8 +15,8 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/manifest_inputs.h"
-#include "policy/fleet_change.h"
-#include "policy/rollout_plan.h"
+#include "policy/plan/fleet_change.h"
+#include "policy/plan/rollout_plan.h"
 #include "report/plan_report.h"
 #include "server/input_files.h"
 #include "server/node_loader.h"

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "policy/json_view.h"
+#include "policy/objects/json_view.h"
 
 namespace cudagate::kube {
 namespace {

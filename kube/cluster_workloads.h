@@ -19,10 +19,10 @@
 
 #include "kube/api_calls.h"
 #include "kube/api_client.h"
-#include "policy/dra.h"
-#include "policy/node.h"
-#include "policy/node_pool.h"
-#include "policy/workload_stream.h"
+#include "policy/objects/dra.h"
+#include "policy/objects/node.h"
+#include "policy/objects/node_pool.h"
+#include "policy/objects/workload_stream.h"
 #include "types/expected.h"
 
 namespace cudagate::kube {

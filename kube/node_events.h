@@ -1,7 +1,7 @@
 #pragma once
 // What the API server sends about Nodes, decoded: a page of a list
 // (GET /api/v1/nodes?limit=N) and one watch event. The Node objects are
-// read by the same mapping as --nodes files (policy/node_reader.h), which
+// read by the same mapping as --nodes files (policy/objects/node_reader.h), which
 // keeps only what decisions need (name, labels, taints, unschedulable,
 // extended resources); managedFields, status conditions, images and the
 // rest are skipped.
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "kube/object_events.h"
-#include "policy/node.h"
+#include "policy/objects/node.h"
 #include "types/expected.h"
 
 namespace cudagate::kube {

@@ -17,7 +17,7 @@
 #include "kube/cluster_config.h"
 #include "kube/collection_watcher.h"
 #include "kube/watch_protocol.h"
-#include "policy/node.h"
+#include "policy/objects/node.h"
 
 namespace cudagate::kube {
 

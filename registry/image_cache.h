@@ -36,7 +36,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "policy/metadata.h"
+#include "policy/rules/metadata.h"
 #include "registry/image_lookup.h"
 
 namespace cudagate {

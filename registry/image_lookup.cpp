@@ -282,41 +282,7 @@ void ImageLookup::on_resource(HttpReply& reply) {
     return;
   }
   if (status == 401) {
-    if (auth_attempts_++ > 0 || at_.host != endpoints_[endpoint_].host) {
-      fail(LookupFailure::Kind::unauthorized,
-           describe_call() + ": 401 unauthorized " +
-               (credentials_ != nullptr
-                    ? "with the configured credentials"
-                    : "(no credentials configured for " + endpoints_[endpoint_].host + ")"));
-      return;
-    }
-    auto challenge = parse_challenge(reply.www_authenticate);
-    if (!challenge) {
-      fail(LookupFailure::Kind::unauthorized,
-           describe_call() + ": 401 unauthorized; " + challenge.error().str());
-      return;
-    }
-    if (challenge->scheme == AuthChallenge::Scheme::basic) {
-      if (credentials_ == nullptr) {
-        fail(LookupFailure::Kind::unauthorized,
-             describe_call() +
-                 ": the registry asks for Basic credentials, and none are "
-                 "configured for " +
-                 endpoints_[endpoint_].host + " (policy registry.credentials)");
-        return;
-      }
-      authorization_ = credentials_->basic_authorization();
-      return;
-    }
-    if (!parse_url(challenge->realm)) {
-      fail(LookupFailure::Kind::unauthorized, describe_call() +
-                                                  ": Bearer challenge with an unusable realm " +
-                                                  quote(challenge->realm, 200));
-      return;
-    }
-    challenge_ = std::move(*challenge);
-    awaiting_token_ = true;
-    authorization_.clear();
+    on_unauthorized(reply);
     return;
   }
   if (status == 429) {
@@ -338,6 +304,53 @@ void ImageLookup::on_resource(HttpReply& reply) {
     return;
   }
 
+  on_content(reply);
+}
+
+// A 401: the registry's challenge answered once, with Basic credentials or
+// a Bearer token to fetch; a second 401, or one from where a redirect led,
+// fails the lookup.
+void ImageLookup::on_unauthorized(const HttpReply& reply) {
+  if (auth_attempts_++ > 0 || at_.host != endpoints_[endpoint_].host) {
+    fail(LookupFailure::Kind::unauthorized,
+         describe_call() + ": 401 unauthorized " +
+             (credentials_ != nullptr
+                  ? "with the configured credentials"
+                  : "(no credentials configured for " + endpoints_[endpoint_].host + ")"));
+    return;
+  }
+  auto challenge = parse_challenge(reply.www_authenticate);
+  if (!challenge) {
+    fail(LookupFailure::Kind::unauthorized,
+         describe_call() + ": 401 unauthorized; " + challenge.error().str());
+    return;
+  }
+  if (challenge->scheme == AuthChallenge::Scheme::basic) {
+    if (credentials_ == nullptr) {
+      fail(LookupFailure::Kind::unauthorized,
+           describe_call() +
+               ": the registry asks for Basic credentials, and none are "
+               "configured for " +
+               endpoints_[endpoint_].host + " (policy registry.credentials)");
+      return;
+    }
+    authorization_ = credentials_->basic_authorization();
+    return;
+  }
+  if (!parse_url(challenge->realm)) {
+    fail(LookupFailure::Kind::unauthorized, describe_call() +
+                                                ": Bearer challenge with an unusable realm " +
+                                                quote(challenge->realm, 200));
+    return;
+  }
+  challenge_ = std::move(*challenge);
+  awaiting_token_ = true;
+  authorization_.clear();
+}
+
+// A 200: the config read, or the manifest (an index's entry for the
+// platform, else the image's config) named as the next resource.
+void ImageLookup::on_content(const HttpReply& reply) {
   // Content named by digest must be that content.
   const std::string digest = sha256_digest(reply.body);
   if (!expected_digest_.empty() && digest != expected_digest_) {

@@ -30,8 +30,8 @@
 #include <variant>
 #include <vector>
 
-#include "policy/image_ref.h"
-#include "policy/metadata.h"
+#include "policy/image/image_ref.h"
+#include "policy/rules/metadata.h"
 #include "registry/auth.h"
 #include "registry/manifest.h"
 
@@ -132,6 +132,8 @@ class ImageLookup {
   // Moves to the next endpoint when there is one; else fails with `message`.
   void next_endpoint_or_fail(LookupFailure::Kind kind, std::string message);
   void on_resource(HttpReply& reply);
+  void on_unauthorized(const HttpReply& reply);
+  void on_content(const HttpReply& reply);
   void on_token(HttpReply& reply, RegistryClock::time_point now);
   void follow(std::string_view location);
   [[nodiscard]] std::string describe_call() const;

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "policy/metadata.h"
+#include "policy/rules/metadata.h"
 #include "types/expected.h"
 
 namespace cudagate {

@@ -25,7 +25,7 @@
 #include "https/endpoint.h"
 #include "https/pool.h"
 #include "https/tls_client.h"
-#include "policy/image_ref.h"
+#include "policy/image/image_ref.h"
 #include "registry/auth.h"
 #include "registry/image_cache.h"
 #include "registry/image_lookup.h"

@@ -44,8 +44,8 @@
 #include <string_view>
 #include <vector>
 
-#include "policy/metadata.h"
-#include "policy/policy.h"
+#include "policy/config/policy.h"
+#include "policy/rules/metadata.h"
 #include "types/expected.h"
 
 namespace cudagate {

@@ -11,9 +11,9 @@
 #include <string_view>
 #include <vector>
 
-#include "policy/decision.h"
-#include "policy/inventory.h"
-#include "policy/node.h"
+#include "policy/inventory/inventory.h"
+#include "policy/objects/node.h"
+#include "policy/rules/decision.h"
 #include "types/expected.h"
 
 namespace cudagate {

@@ -98,8 +98,10 @@ json to_json(const Decision& decision) {
     item["outcome"] = to_string(g.outcome);
     json findings = json::array();
     for (const Finding& f : g.findings) {
-      json finding = json{
-          {"rule", f.rule}, {"container", f.container}, {"message", f.message}, {"fix", f.fix}};
+      json finding = json{{"rule", to_string(f.rule)},
+                          {"container", f.container},
+                          {"message", f.message},
+                          {"fix", f.fix}};
       if (f.unknown) finding["unknown"] = true;
       findings.push_back(std::move(finding));
     }

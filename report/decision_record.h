@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "policy/decision.h"
+#include "policy/rules/decision.h"
 
 namespace cudagate {
 

@@ -18,7 +18,7 @@ std::string reason_line(const AuditedWorkload& workload) {
   for (const GroupDecision& group : d.groups) {
     if (group.findings.empty()) continue;
     const Finding& f = group.findings.front();
-    return "[" + f.rule + "] " + f.container + ": " + f.message;
+    return "[" + std::string(to_string(f.rule)) + "] " + f.container + ": " + f.message;
   }
   return "";
 }
@@ -41,7 +41,7 @@ std::string findings_text(const AuditedWorkload& workload) {
     }
     out += ": " + facts_text(group.facts) + "\n";
     for (const Finding& f : group.findings) {
-      out += "  [" + f.rule + "] " + f.container + ": " + f.message + "\n";
+      out += "  [" + std::string(to_string(f.rule)) + "] " + f.container + ": " + f.message + "\n";
       if (!f.fix.empty()) out += "    fix: " + f.fix + "\n";
     }
   }

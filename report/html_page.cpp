@@ -130,7 +130,7 @@ std::string html_cell_title(const GroupDecision& g) {
   std::string out = std::string(to_string(g.outcome)) + " on " + std::to_string(g.count) +
                     (g.count == 1 ? " node" : " nodes");
   for (const Finding& f : g.findings) {
-    out += "\n[" + f.rule + "] " + f.container + ": " + f.message;
+    out += "\n[" + std::string(to_string(f.rule)) + "] " + f.container + ": " + f.message;
     if (!f.fix.empty()) out += "\nfix: " + f.fix;
   }
   return out;

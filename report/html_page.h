@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "policy/decision.h"
-#include "policy/node.h"
+#include "policy/objects/node.h"
+#include "policy/rules/decision.h"
 
 namespace cudagate {
 

@@ -160,7 +160,7 @@ std::string html_report(const Audit& audit, std::int64_t timestamp_seconds) {
              (g.count == 1 ? " node" : " nodes") + ": " + xml_escape(facts_text(g.facts)) +
              "</p>\n<ul>";
       for (const Finding& f : g.findings) {
-        out += "<li>[" + xml_escape(f.rule) + "] " + xml_escape(f.container) + ": " +
+        out += "<li>[" + xml_escape(to_string(f.rule)) + "] " + xml_escape(f.container) + ": " +
                xml_escape(f.message);
         if (!f.fix.empty()) out += "<br><span class=\"fix\">fix: " + xml_escape(f.fix) + "</span>";
         out += "</li>";

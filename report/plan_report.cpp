@@ -101,7 +101,7 @@ std::string change_colour(PlanChange c) {
 std::string rebuild_line(const RolloutPlan& plan, const Rebuild& r) {
   std::string out = workload_title(plan.workloads[r.workload].after.decision.resource);
   if (!r.container.empty()) out += " (container " + r.container + ")";
-  if (!r.rule.empty()) out += " [" + r.rule + "]";
+  if (r.rule) out += " [" + std::string(to_string(*r.rule)) + "]";
   return out + ": " + r.fix;
 }
 
@@ -251,7 +251,7 @@ json plan_json(const RolloutPlan& plan) {
         rebuilds.push_back(
             json{{"workload", workload_title(plan.workloads[r.workload].after.decision.resource)},
                  {"container", r.container},
-                 {"rule", r.rule},
+                 {"rule", r.rule ? to_string(*r.rule) : std::string_view()},
                  {"fix", r.fix}});
       }
       item["rebuild"] = std::move(rebuilds);

@@ -1,5 +1,5 @@
 #pragma once
-// A rollout plan (policy/rollout_plan.h) in the formats of `cudagate plan`:
+// A rollout plan (policy/plan/rollout_plan.h) in the formats of `cudagate plan`:
 // a table for a terminal (breaks first), JSON, JUnit XML (one failing case
 // per workload the rollout breaks, for a CI job gating a rollout change)
 // and one HTML page with the before/after matrix.
@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "policy/rollout_plan.h"
+#include "policy/plan/rollout_plan.h"
 #include "report/audit.h"
 
 namespace cudagate {

@@ -6,21 +6,13 @@
 #include <string_view>
 #include <utility>
 
+#include "policy/rules/rule.h"
 #include "report/yaml_text.h"
 
 namespace cudagate {
 namespace {
 
 using nlohmann::json;
-
-struct RuleInfo {
-  std::string_view name;
-  std::string_view severity;
-};
-constexpr std::array<RuleInfo, 3> kRules = {RuleInfo{kRuleCudaDriver, "high"},
-                                            RuleInfo{kRuleGpuArch, "high"},
-                                            RuleInfo{kRuleGpuFeature, "medium"}};
-constexpr std::string_view kCategory = "GPU Compatibility";
 
 std::string nodes_phrase(std::size_t n) {
   return std::to_string(n) + (n == 1 ? " node" : " nodes");
@@ -33,7 +25,7 @@ struct RuleOutcome {
   const Finding* finding = nullptr;  // the first finding of the rule
 };
 
-RuleOutcome judge_rule(const Decision& decision, std::string_view rule) {
+RuleOutcome judge_rule(const Decision& decision, Rule rule) {
   std::size_t failing = 0;
   std::size_t unknown = 0;
   const Finding* first = nullptr;
@@ -60,7 +52,7 @@ RuleOutcome judge_rule(const Decision& decision, std::string_view rule) {
   RuleOutcome out;
   const std::string of_candidates = " of " + std::to_string(decision.candidates) + " candidate";
   if (failing == 0 && unknown == 0) {
-    out.message = "no candidate node fails " + std::string(rule) + " (" +
+    out.message = "no candidate node fails " + std::string(to_string(rule)) + " (" +
                   std::to_string(decision.candidates) + " candidate" +
                   (decision.candidates == 1 ? ")" : "s)");
     return out;
@@ -96,7 +88,7 @@ json result_entry(const AuditedWorkload& w, const RuleInfo& rule, AuditResult re
   out["rule"] = rule.name;
   out["result"] = to_string(result);
   out["severity"] = rule.severity;
-  out["category"] = kCategory;
+  out["category"] = rule.category;
   out["message"] = message;
   out["scored"] = true;
   out["timestamp"] = json{{"seconds", timestamp}, {"nanos", 0}};
@@ -119,7 +111,7 @@ void add_results(const AuditedWorkload& w, std::int64_t timestamp, json& results
       base["compatible"] = std::to_string(d.compatible);
     }
   }
-  for (const RuleInfo& rule : kRules) {
+  for (const RuleInfo& rule : kRuleTable) {
     json properties = base;
     AuditResult result = overall;
     std::string message;
@@ -130,7 +122,7 @@ void add_results(const AuditedWorkload& w, std::int64_t timestamp, json& results
     } else if (d.verdict == Verdict::no_candidates) {
       message = d.reason.empty() ? std::string("no node of the inventory can take it") : d.reason;
     } else {
-      RuleOutcome outcome = judge_rule(d, rule.name);
+      RuleOutcome outcome = judge_rule(d, rule.rule);
       result = outcome.result;
       message = std::move(outcome.message);
       if (outcome.finding != nullptr) {

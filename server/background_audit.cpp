@@ -12,10 +12,10 @@
 #include <utility>
 #include <vector>
 
-#include "admission/admission.h"
 #include "kube/api_client.h"
 #include "kube/cluster_workloads.h"
-#include "policy/evaluate.h"
+#include "policy/rules/evaluate.h"
+#include "policy/rules/images_wanted.h"
 #include "report/audit.h"
 #include "server/report_writer.h"
 
@@ -38,18 +38,14 @@ std::vector<RegistryFacts> cached_facts(const std::vector<PlacedWorkload>& workl
   if (registry == nullptr || !policy.registry.enabled) return facts;
   for (std::size_t i = 0; i < workloads.size(); ++i) {
     const Workload& workload = workloads[i].workload;
-    for (const ContainerSpec* c : gpu_containers(workload, policy)) {
-      if (c->image.empty() || policy.catalog_entry(c->image) != nullptr) continue;
-      const std::string platform =
-          registry_platform(workload.spec, snapshot.fleet_platform, policy);
-      RegistryClient::Answer answer = registry->cached(c->image, platform);
+    for (ImageWanted& image : images_wanted(workload, gpu_containers(workload, policy),
+                                            snapshot.fleet_platform, policy)) {
+      RegistryClient::Answer answer = registry->cached(image.image, image.platform);
       if (answer.config) {
-        facts[i].add(c->image, std::move(answer.config));
-      } else if (answer.state == RegistryClient::Answer::State::miss) {
-        ImageWanted w{c->image, platform};
-        if (std::find(wanted.begin(), wanted.end(), w) == wanted.end()) {
-          wanted.push_back(std::move(w));
-        }
+        facts[i].add(image.image, std::move(answer.config));
+      } else if (answer.state == RegistryClient::Answer::State::miss &&
+                 std::find(wanted.begin(), wanted.end(), image) == wanted.end()) {
+        wanted.push_back(std::move(image));
       }
     }
   }

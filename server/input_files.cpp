@@ -10,7 +10,7 @@
 #include <cstring>
 #include <utility>
 
-#include "policy/node.h"
+#include "policy/objects/node.h"
 
 namespace cudagate {
 

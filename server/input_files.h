@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "compat-db/compat_db.h"
-#include "policy/dra.h"
-#include "policy/inventory.h"
-#include "policy/pod.h"
-#include "policy/policy.h"
+#include "policy/config/policy.h"
+#include "policy/inventory/inventory.h"
+#include "policy/objects/dra.h"
+#include "policy/objects/pod.h"
 #include "types/expected.h"
 
 namespace cudagate {

@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "kube/object_watcher.h"
-#include "policy/dra.h"
+#include "policy/objects/dra.h"
 
 namespace cudagate {
 

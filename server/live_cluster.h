@@ -19,7 +19,7 @@
 #include "kube/cluster_config.h"
 #include "kube/node_watcher.h"
 #include "kube/object_watcher.h"
-#include "policy/inventory.h"
+#include "policy/inventory/inventory.h"
 #include "server/live_claims.h"
 #include "server/live_inventory.h"
 #include "server/live_pools.h"

@@ -44,9 +44,9 @@
 #include "compat-db/compat_db.h"
 #include "kube/node_watcher.h"
 #include "kube/object_watcher.h"
-#include "policy/dra.h"
-#include "policy/inventory.h"
-#include "policy/node.h"
+#include "policy/inventory/inventory.h"
+#include "policy/objects/dra.h"
+#include "policy/objects/node.h"
 
 namespace cudagate {
 

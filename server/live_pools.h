@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "kube/object_watcher.h"
-#include "policy/node_pool.h"
+#include "policy/objects/node_pool.h"
 
 namespace cudagate {
 

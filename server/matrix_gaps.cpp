@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "policy/node.h"
+#include "policy/objects/node.h"
 
 namespace cudagate {
 

@@ -17,7 +17,7 @@
 #include <utility>
 
 #include "compat-db/compat_db.h"
-#include "policy/inventory.h"
+#include "policy/inventory/inventory.h"
 #include "server/metrics.h"
 
 namespace cudagate {

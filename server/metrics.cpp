@@ -359,10 +359,9 @@ WebhookMetrics::WebhookMetrics(std::string_view version, std::string_view compat
       build_revision_(compat_db_revision) {
   build_info_.set({version, compat_db_revision}, 1);
   inconsistent_nodes_.touch({});
-  gap_admissions_.touch({"cuda-driver"});
-  gap_admissions_.touch({"gpu-arch"});
-  for (const char* rule : {"cuda-driver", "gpu-arch", "gpu-feature"}) {
-    for (const char* decision : {"deny", "warn"}) findings_.touch({rule, decision});
+  for (const RuleInfo& rule : kRuleTable) {
+    if (rule.gap_label == rule.rule) gap_admissions_.touch({rule.name});
+    for (const char* decision : {"deny", "warn"}) findings_.touch({rule.name, decision});
   }
   duration_.touch({"validate"});
   duration_.touch({"mutate"});
@@ -498,12 +497,12 @@ void WebhookMetrics::inconsistent_nodes(std::size_t nodes) {
   inconsistent_nodes_.set({}, static_cast<double>(nodes));
 }
 
-void WebhookMetrics::admission_finding(std::string_view rule, std::string_view decision) {
-  findings_.add({rule, decision});
+void WebhookMetrics::admission_finding(Rule rule, std::string_view decision) {
+  findings_.add({to_string(rule), decision});
 }
 
-void WebhookMetrics::matrix_gap_admission(std::string_view rule) {
-  gap_admissions_.add({rule});
+void WebhookMetrics::matrix_gap_admission(Rule rule) {
+  gap_admissions_.add({to_string(rule_info(rule).gap_label)});
 }
 
 }  // namespace cudagate

@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "policy/rules/rule.h"
 #include "registry/registry_client.h"
 
 namespace cudagate {
@@ -163,12 +164,13 @@ class WebhookMetrics : public RegistryObserver {
   void matrix_gaps(const std::map<std::pair<std::string, std::string>, std::size_t>& nodes);
   // Inventory nodes whose facts cannot all be true (GpuFacts::inconsistency).
   void inconsistent_nodes(std::size_t nodes);
-  // An admission that met a gap in the matrix, by the rule that met it.
-  void matrix_gap_admission(std::string_view rule);
+  // An admission that met a gap in the matrix in findings of `rule`, counted
+  // under its row's gap label (kRuleTable).
+  void matrix_gap_admission(Rule rule);
   // An admission whose decision (deny, warn, patch, ...) came with findings
   // of `rule`: once per admission and rule, so that denials can be told
   // apart by the rule behind them.
-  void admission_finding(std::string_view rule, std::string_view decision);
+  void admission_finding(Rule rule, std::string_view decision);
 
   [[nodiscard]] std::string render() const { return registry_.render(); }
 

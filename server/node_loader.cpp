@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "admission/simd_json_view.h"
-#include "policy/node.h"
-#include "policy/node_reader.h"
+#include "policy/objects/node.h"
+#include "policy/objects/node_reader.h"
 #include "server/input_files.h"
 
 namespace cudagate {

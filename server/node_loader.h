@@ -4,7 +4,7 @@
 // `kubectl get nodes -o json` of a large fleet is tens of megabytes (about
 // 4.5 KB a node). It is read in chunks; each item of the list is parsed on
 // its own with simdjson and read by the same mapping as every node
-// (policy/node_reader.h), and the nodes are indexed (InventoryBuilder) on a
+// (policy/objects/node_reader.h), and the nodes are indexed (InventoryBuilder) on a
 // second thread while the next ones are read, so the list never sits in
 // memory whole, as text or as a document. Anything else (YAML,
 // a single Node, a shape this reader does not take, any error) is read by
@@ -15,7 +15,7 @@
 #include <string>
 
 #include "compat-db/compat_db.h"
-#include "policy/inventory.h"
+#include "policy/inventory/inventory.h"
 #include "types/expected.h"
 
 namespace cudagate {

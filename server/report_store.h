@@ -23,7 +23,7 @@
 #include <tuple>
 #include <vector>
 
-#include "policy/decision.h"
+#include "policy/rules/decision.h"
 
 namespace cudagate {
 

@@ -19,7 +19,7 @@
 #include "admission/admission.h"
 #include "admission/admission_response.h"
 #include "admission/json_write.h"
-#include "policy/metadata.h"
+#include "policy/rules/metadata.h"
 #include "server/reports_endpoint.h"
 
 namespace cudagate {
@@ -128,20 +128,23 @@ void count_record(const Decision& record, std::string_view decision, WebhookMetr
       metrics.metadata_lookup(container.require.source, "found");
     }
   }
-  constexpr std::array<std::string_view, 3> kRules{kRuleCudaDriver, kRuleGpuArch, kRuleGpuFeature};
-  std::array<bool, kRules.size()> found{};
-  bool driver_gap = false;
-  bool arch_gap = false;
+  // Once per admission and rule; gaps once per label (rules share one).
+  std::array<bool, kRuleTable.size()> found{};
+  std::array<bool, kRuleTable.size()> gap{};
   for (const auto& group : record.groups) {
     for (const Finding& finding : group.findings) {
-      for (std::size_t i = 0; i < kRules.size(); ++i) found.at(i) |= finding.rule == kRules.at(i);
-      if (finding.matrix_gap()) (finding.rule == kRuleCudaDriver ? driver_gap : arch_gap) = true;
+      found.at(static_cast<std::size_t>(finding.rule)) = true;
+      if (finding.matrix_gap()) {
+        gap.at(static_cast<std::size_t>(rule_info(finding.rule).gap_label)) = true;
+      }
     }
   }
-  if (driver_gap) metrics.matrix_gap_admission(kRuleCudaDriver);
-  if (arch_gap) metrics.matrix_gap_admission(kRuleGpuArch);
-  for (std::size_t i = 0; i < kRules.size(); ++i) {
-    if (found.at(i)) metrics.admission_finding(kRules.at(i), decision);
+  for (const RuleInfo& rule : kRuleTable) {
+    if (gap.at(static_cast<std::size_t>(rule.rule))) metrics.matrix_gap_admission(rule.rule);
+  }
+  for (const RuleInfo& rule : kRuleTable) {
+    if (found.at(static_cast<std::size_t>(rule.rule)))
+      metrics.admission_finding(rule.rule, decision);
   }
 }
 

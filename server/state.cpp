@@ -5,7 +5,8 @@
 #include <utility>
 #include <vector>
 
-#include "admission/admission.h"
+#include "policy/inventory/inventory_pools.h"
+#include "policy/rules/images_wanted.h"
 
 namespace cudagate {
 

@@ -20,10 +20,10 @@
 #include <vector>
 
 #include "compat-db/compat_db.h"
-#include "policy/dra.h"
-#include "policy/inventory.h"
-#include "policy/node_pool.h"
-#include "policy/policy.h"
+#include "policy/config/policy.h"
+#include "policy/inventory/inventory.h"
+#include "policy/objects/dra.h"
+#include "policy/objects/node_pool.h"
 #include "server/report_store.h"
 
 namespace cudagate {

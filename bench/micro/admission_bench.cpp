@@ -22,10 +22,10 @@
 #include "admission/review_text.h"
 #include "admission/simd_json_view.h"
 #include "bench/micro/fleet.h"
-#include "policy/evaluate.h"
-#include "policy/metadata.h"
-#include "policy/pod.h"
-#include "policy/workload_reader.h"
+#include "policy/objects/pod.h"
+#include "policy/objects/workload_reader.h"
+#include "policy/rules/evaluate.h"
+#include "policy/rules/metadata.h"
 
 namespace cudagate::bench {
 namespace {

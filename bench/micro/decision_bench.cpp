@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "compat-db/compat_db.h"
-#include "policy/evaluate.h"
-#include "policy/inventory.h"
+#include "policy/inventory/inventory.h"
+#include "policy/rules/evaluate.h"
 
 namespace cudagate {
 namespace {

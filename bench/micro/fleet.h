@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "compat-db/compat_db.h"
-#include "policy/inventory.h"
-#include "policy/node.h"
+#include "policy/inventory/inventory.h"
+#include "policy/objects/node.h"
 
 namespace cudagate::bench {
 

@@ -18,7 +18,7 @@
 
 #include "bench/micro/fleet.h"
 #include "kube/node_watcher.h"
-#include "policy/evaluate.h"
+#include "policy/rules/evaluate.h"
 #include "server/live_inventory.h"
 #include "server/state.h"
 

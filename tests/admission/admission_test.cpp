@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "admission/admission_response.h"
-#include "policy/inventory.h"
-#include "policy/node.h"
+#include "policy/inventory/inventory.h"
+#include "policy/objects/node.h"
 #include "tests/support/fixtures.h"
 
 namespace cudagate {
@@ -665,52 +665,6 @@ TEST(RegistryFacts, ADetachedReviewIsDecidedAfterTheWorkspaceReadsOthers) {
     EXPECT_EQ(pinned.decision,
               endpoint == Endpoint::mutate ? AdmissionDecision::patch : AdmissionDecision::deny);
   }
-}
-
-TEST(RegistryPlatform, ThePodsArchitectureElseTheFleetsElseThePolicys) {
-  Policy policy;
-  policy.registry.platform = "linux/ppc64le";
-  PodSpec spec;
-  EXPECT_EQ(registry_platform(spec, "", policy), "linux/ppc64le");
-  EXPECT_EQ(registry_platform(spec, "linux/amd64", policy), "linux/amd64");
-  spec.node_selector = {{"kubernetes.io/arch", "arm64"}};
-  EXPECT_EQ(registry_platform(spec, "linux/amd64", policy), "linux/arm64");
-
-  PodSpec affinity;
-  affinity.required_terms = std::vector<NodeSelectorTerm>{
-      NodeSelectorTerm{{{"kubernetes.io/arch", "In", {"arm64"}}}, {}},
-      NodeSelectorTerm{{{"kubernetes.io/arch", "In", {"arm64"}}, {"zone", "In", {"a"}}}, {}}};
-  EXPECT_EQ(registry_platform(affinity, "", policy), "linux/arm64");
-  // Terms (ORed) that allow two architectures name none.
-  affinity.required_terms->push_back(
-      NodeSelectorTerm{{{"kubernetes.io/arch", "In", {"amd64"}}}, {}});
-  EXPECT_EQ(registry_platform(affinity, "", policy), "linux/ppc64le");
-  PodSpec two_values;
-  two_values.required_terms = std::vector<NodeSelectorTerm>{
-      NodeSelectorTerm{{{"kubernetes.io/arch", "In", {"arm64", "amd64"}}}, {}}};
-  EXPECT_EQ(registry_platform(two_values, "", policy), "linux/ppc64le");
-}
-
-TEST(RegistryPlatform, TheFleetsOnePlatformCountsGpuNodesOnly) {
-  auto gpu_node = [](std::string name, std::string arch) {
-    Node n;
-    n.name = std::move(name);
-    n.labels = {{"cudagate.io/driver-version", "550.54.15"},
-                {"cudagate.io/gpu-product", "A100"},
-                {"kubernetes.io/arch", std::move(arch)},
-                {"kubernetes.io/os", "linux"}};
-    std::sort(n.labels.begin(), n.labels.end());
-    n.allocatable = {{"nvidia.com/gpu", 8}};
-    return n;
-  };
-  Node cpu;
-  cpu.name = "cpu-1";
-  cpu.labels = {{"kubernetes.io/arch", "amd64"}};
-  const Inventory arm = Inventory::build({gpu_node("gh200-1", "arm64"), cpu}, db());
-  EXPECT_EQ(fleet_platform(arm), "linux/arm64");
-  const Inventory mixed =
-      Inventory::build({gpu_node("gh200-1", "arm64"), gpu_node("a100-1", "amd64")}, db());
-  EXPECT_EQ(fleet_platform(mixed), "");
 }
 
 }  // namespace

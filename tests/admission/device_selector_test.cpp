@@ -9,9 +9,9 @@
 
 #include "admission/rule_pin.h"
 #include "compat-db/compat_db.h"
-#include "policy/dra_selector.h"
-#include "policy/evaluate.h"
-#include "policy/inventory.h"
+#include "policy/inventory/inventory.h"
+#include "policy/objects/dra_selector.h"
+#include "policy/rules/evaluate.h"
 #include "tests/support/dra_fixture.h"
 
 namespace cudagate {

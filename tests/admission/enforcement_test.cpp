@@ -58,7 +58,7 @@ Decision fail_cuda124() {
   d.containers = {train("env")};
   d.candidates = 8;
   d.groups = {group(0, 8, names("gpu-t4-", 8), Outcome::incompatible,
-                    {{"cuda-driver", "train",
+                    {{Rule::cuda_driver, "train",
                       "needs CUDA 12.4; driver 535.129.03 supports up to CUDA 12.2", kDriverFix}})};
   return d;
 }
@@ -76,7 +76,7 @@ Decision partial_arch80() {
   d.compatible = 4;
   d.groups = {
       group(0, 4, names("gpu-t4-", 4), Outcome::incompatible,
-            {{"gpu-arch", "train",
+            {{Rule::gpu_arch, "train",
               "compiled for 8.0 (TORCH_CUDA_ARCH_LIST, env); no kernel image for compute "
               "capability 7.5 (Tesla-T4)",
               "add 7.5 to the arch list (TORCH_CUDA_ARCH_LIST=\"7.5;8.0\"), or add +PTX to an "
@@ -95,7 +95,7 @@ Decision unknown_image() {
   d.unknown_image = true;
   d.groups = {
       group(0, 2, names("gpu-a100-", 2), Outcome::unknown,
-            {{"cuda-driver", "train",
+            {{Rule::cuda_driver, "train",
               "the image's CUDA version is unknown (no CUDA_VERSION, NVIDIA_REQUIRE_CUDA or "
               "com.nvidia.cuda.version)",
               "annotate the pod with cudagate.io/cuda-version", true}})};
@@ -108,7 +108,7 @@ Decision unknown_node() {
   d.candidates = 3;
   d.unknown_node = true;
   d.groups = {group(0, 3, names("gpu-x-", 3), Outcome::unknown,
-                    {{"cuda-driver", "train", "the node's driver version is unknown",
+                    {{Rule::cuda_driver, "train", "the node's driver version is unknown",
                       "label the nodes with cudagate.io/driver-version", true}})};
   return d;
 }
@@ -345,7 +345,7 @@ TEST(Enforce, ManyFindingsAreBounded) {
     d.groups.push_back(group(
         static_cast<std::size_t>(i), 2, names("n" + std::to_string(i) + "-", 2),
         Outcome::incompatible,
-        {{"cuda-driver", "c" + std::to_string(i),
+        {{Rule::cuda_driver, "c" + std::to_string(i),
           "needs CUDA 12.4; driver 1." + std::to_string(i) + " is old", std::string(200, 'f')}}));
   }
   for (const Mode mode : {Mode::enforce, Mode::warn}) {

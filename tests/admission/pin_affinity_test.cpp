@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "admission/enforcement.h"
-#include "policy/evaluate.h"
-#include "policy/node.h"
-#include "policy/node_pool.h"
+#include "policy/objects/node.h"
+#include "policy/objects/node_pool.h"
+#include "policy/rules/evaluate.h"
 #include "tests/support/decide.h"
 #include "tests/support/fixtures.h"
 

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "admission/pin_affinity.h"
-#include "policy/evaluate.h"
-#include "policy/node.h"
+#include "policy/objects/node.h"
+#include "policy/rules/evaluate.h"
 #include "tests/support/decide.h"
 #include "tests/support/fixtures.h"
 

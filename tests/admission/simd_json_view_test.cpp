@@ -16,14 +16,16 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "admission/admission.h"
 #include "admission/admission_response.h"
 #include "admission/admission_review.h"
 #include "admission/padded_text.h"
-#include "policy/node.h"
-#include "policy/workload_reader.h"
+#include "policy/objects/node.h"
+#include "policy/objects/workload_reader.h"
 #include "tests/support/fixtures.h"
 
 namespace cudagate {
@@ -147,6 +149,42 @@ TEST(SimdJsonView, AnswersAsNlohmann) {
 
 // "-0" is the one number the parsers type differently; what the reader does
 // with numbers (count_quantity) gives the same either way.
+// A parser remembers the sorted order of large objects' keys and reuses it
+// for the next object of the same keys in the same written order: whatever
+// it remembers, each object is visited in key order, the last of repeated
+// keys winning, as nlohmann::json visits it.
+TEST(SimdJsonView, RememberedKeyOrdersVisitAsNlohmann) {
+  PaddedDomParser parser(1024, 64);
+  std::mt19937 random(7);
+  std::vector<std::string> keys;
+  for (int i = 0; i < 20; ++i) keys.push_back("label-" + std::to_string((i * 7) % 20));
+  for (int round = 0; round < 12; ++round) {
+    // The same written order twice in a row, then another; a repeated key
+    // in some rounds.
+    if (round % 2 == 0) std::shuffle(keys.begin(), keys.end(), random);
+    std::string text = "{";
+    for (std::size_t k = 0; k < keys.size(); ++k) {
+      if (k > 0) text += ",";
+      text += "\"" + keys[k] + "\":" + std::to_string(round * 100 + static_cast<int>(k));
+    }
+    if (round % 3 == 0) text += ",\"" + keys.front() + "\":-1";
+    text += "}";
+    SCOPED_TRACE(text);
+    const auto view = parser.parse(text);
+    ASSERT_TRUE(view);
+    std::vector<std::pair<std::string, std::int64_t>> visited;
+    view->for_each_member([&](std::string_view key, const SimdJsonView& value) {
+      visited.emplace_back(key, value.as_integer());
+    });
+    std::vector<std::pair<std::string, std::int64_t>> expected;
+    const json reference = json::parse(text);
+    for (const auto& [key, value] : reference.items()) {
+      expected.emplace_back(key, value.get<std::int64_t>());
+    }
+    EXPECT_EQ(visited, expected);
+  }
+}
+
 TEST(SimdJsonView, NegativeZeroCountsAsZero) {
   SimdDoc simd(R"({"q":-0})");
   const json reference = json::parse(R"({"q":-0})");

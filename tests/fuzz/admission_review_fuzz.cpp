@@ -28,9 +28,9 @@
 
 #include "admission/admission.h"
 #include "compat-db/compat_db.h"
-#include "policy/inventory.h"
-#include "policy/node.h"
-#include "policy/policy.h"
+#include "policy/config/policy.h"
+#include "policy/inventory/inventory.h"
+#include "policy/objects/node.h"
 #include "tests/support/embedded_compat_db.h"
 
 extern "C" std::size_t LLVMFuzzerMutate(std::uint8_t* data, std::size_t size, std::size_t max_size);

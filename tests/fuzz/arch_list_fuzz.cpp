@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "compat-db/compat_db.h"
-#include "policy/arch_list.h"
+#include "policy/image/arch_list.h"
 
 namespace {
 

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "compat-db/compat_db.h"
-#include "policy/dra.h"
-#include "policy/dra_selector.h"
-#include "policy/evaluate.h"
-#include "policy/inventory.h"
+#include "policy/inventory/inventory.h"
+#include "policy/objects/dra.h"
+#include "policy/objects/dra_selector.h"
+#include "policy/rules/evaluate.h"
 #include "tests/support/embedded_compat_db.h"
 
 namespace {

@@ -9,16 +9,16 @@
 #include <string>
 #include <string_view>
 
-#include "policy/document.h"
-#include "policy/failure_message.h"
-#include "policy/pod_status.h"
+#include "policy/objects/document.h"
+#include "policy/objects/pod_status.h"
+#include "policy/rules/failure_message.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace cudagate;
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   std::set<FailureKind> kinds;
   for (const RecognisedFailure& f : recognise_failures(text)) {
-    if (f.rule.empty() || !kinds.insert(f.kind).second) __builtin_trap();
+    if (rule_info(f.rule).name.empty() || !kinds.insert(f.kind).second) __builtin_trap();
     if (f.excerpt.size() > 303) __builtin_trap();
     if (f.kind == FailureKind::requirement_unsatisfied && f.cuda_needed &&
         f.condition.rfind("cuda", 0) != 0 && f.condition.rfind("CUDA", 0) != 0) {

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "policy/label_selector.h"
+#include "policy/objects/label_selector.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace cudagate;

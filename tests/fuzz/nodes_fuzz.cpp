@@ -6,9 +6,9 @@
 #include <string_view>
 
 #include "compat-db/compat_db.h"
-#include "policy/inventory.h"
-#include "policy/node.h"
-#include "policy/pod.h"
+#include "policy/inventory/inventory.h"
+#include "policy/objects/node.h"
+#include "policy/objects/pod.h"
 #include "tests/support/embedded_compat_db.h"
 
 namespace {

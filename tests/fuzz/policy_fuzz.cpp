@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "compat-db/compat_db.h"
-#include "policy/policy.h"
+#include "policy/config/policy.h"
 #include "tests/support/embedded_compat_db.h"
 
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "policy/requirement.h"
+#include "policy/image/requirement.h"
 
 namespace {
 

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "policy/inventory.h"
-#include "policy/pod.h"
+#include "policy/inventory/inventory.h"
+#include "policy/objects/pod.h"
 
 namespace {
 

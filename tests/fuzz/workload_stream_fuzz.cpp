@@ -12,8 +12,8 @@
 #include <string_view>
 
 #include "admission/simd_json_view.h"
-#include "policy/document.h"
-#include "policy/workload_stream.h"
+#include "policy/objects/document.h"
+#include "policy/objects/workload_stream.h"
 
 namespace {
 

@@ -4,8 +4,10 @@
 Every source of a layer folder may include the project headers of the layers
 it stands on, the libraries its CMake target links, and the standard library;
 the pure layers (everything below server/) no I/O, thread or clock headers and
-no clock reads. The rules are the tables below, written once; each #include
-line of every .h and .cpp is held against them.
+no clock reads. policy/ is a layer of rooms (ROOMS): a room's sources include
+the rooms below it and never one above, and the layers above policy/ include
+any room. The rules are the tables below, written once; each #include line of
+every .h and .cpp is held against them.
 
     python3 tests/layers/include_rules_test.py SOURCE_DIR
 """
@@ -16,7 +18,26 @@ import sys
 import tempfile
 import unittest
 
-# Dependency order, bottom first. A layer may include itself and what it lists.
+# policy/'s rooms, bottom first: each may include itself, the layers below
+# policy/ and the rooms it lists.
+ROOMS = {
+    # What an image declares: references, arch lists, NVIDIA_REQUIRE_*.
+    "policy/image": set(),
+    # Kubernetes objects and their readers.
+    "policy/objects": set(),
+    # The fleet as candidate sets.
+    "policy/inventory": {"policy/objects"},
+    # The policy file.
+    "policy/config": {"policy/image", "policy/objects"},
+    # The rules, a container's metadata, evaluate() and the decision.
+    "policy/rules": {"policy/image", "policy/objects", "policy/inventory", "policy/config"},
+    # Fleet changes and the rollout plan.
+    "policy/plan": {"policy/image", "policy/objects", "policy/inventory", "policy/config",
+                    "policy/rules"},
+}
+
+# Dependency order, bottom first. A layer may include itself and what it lists
+# ("policy" stands for every room of it).
 PROJECT = {
     "types": set(),
     "compat-db": {"types"},
@@ -101,13 +122,30 @@ def library_of(header):
     return None
 
 
+def unit_of(parts):
+    """The layer, or policy/'s room, that a path's parts fall in."""
+    room = "/".join(parts[:2])
+    return room if room in ROOMS else parts[0]
+
+
+def allowed(key):
+    """What the layer or room `key` may include: units, each a layer or a room."""
+    if key in ROOMS:
+        below = PROJECT["policy"]
+        return below | ROOMS[key] | {key}
+    listed = PROJECT[key] | {key}
+    return (listed - {"policy"}) | set(ROOMS) if "policy" in listed else listed
+
+
 def layer_of(relative):
-    """The layer (or other folder key) a source belongs to, or None."""
+    """The layer, room or other folder key a source belongs to, and whether it is a test."""
     parts = relative.split(os.sep)
     if parts[0] in PROJECT:
-        return parts[0], False
+        return unit_of(parts), False
     if parts[0] == "tests" and len(parts) > 2:
         if parts[1] in PROJECT:
+            # A test of a room may build its cases from every room of the
+            # layer (an inventory from nodes read, a decision from a policy).
             return parts[1], True
         if parts[1] == "fuzz":
             return "tests/fuzz", False
@@ -134,9 +172,10 @@ def violations(root):
             key, is_test = layer_of(relative)
             if key is None:
                 continue
-            if key in PROJECT:
-                project = PROJECT[key] | {key}
-                libraries = set(LIBRARIES[key])
+            layer = key.split("/", 1)[0] if key in ROOMS else key
+            if key in PROJECT or key in ROOMS:
+                project = allowed(key)
+                libraries = set(LIBRARIES[layer])
                 if is_test:
                     # Tests also use their support headers and gtest, and
                     # no more of the layers than their sources may.
@@ -144,9 +183,9 @@ def violations(root):
                     libraries |= {"googletest"}
             else:
                 project, libraries = OTHER[key]
-                project = project | TEST_SUPPORT
+                project = (project - {"policy"}) | set(ROOMS) | TEST_SUPPORT
                 libraries = libraries | {"googletest"}
-            pure = key in PURE and not is_test
+            pure = layer in PURE and not is_test
             with open(path, encoding="utf-8") as f:
                 text = f.read()
             for number, line in enumerate(text.split("\n"), start=1):
@@ -156,7 +195,7 @@ def violations(root):
                 kind, header = m.groups()
                 where = f"{relative}:{number}"
                 if kind == '"':
-                    top = header.split("/", 1)[0]
+                    top = unit_of(header.split("/"))
                     if "/" not in header:
                         found.append(f"{where}: \"{header}\": include project headers by their "
                                      "path from the source root")
@@ -190,7 +229,7 @@ class IncludeRules(unittest.TestCase):
         self.assertEqual(problems, [], "\n" + "\n".join(problems))
 
     def test_every_layer_has_sources(self):
-        for layer in PROJECT:
+        for layer in (set(PROJECT) - {"policy"}) | set(ROOMS):
             with self.subTest(layer=layer):
                 names = os.listdir(os.path.join(self.root, layer))
                 self.assertTrue(any(n.endswith((".h", ".cpp")) for n in names))
@@ -214,8 +253,13 @@ class IncludeRules(unittest.TestCase):
                   'auto t = std::chrono::steady_clock::now();\n'
                   '// std::chrono::system_clock::now() in a comment is fine\n')
             write("report/table.cpp", '#include "admission/handler.h"\n')  # beside
-            write("policy/x.cpp", '#include "policy/missing.h"\n#include "x.h"\n'
-                                  '#include <weird/lib.h>\n')
+            write("policy/objects/x.cpp", '#include "policy/objects/missing.h"\n#include "x.h"\n'
+                                          '#include <weird/lib.h>\n')
+            write("policy/rules/rule.h", "#pragma once\n")
+            write("policy/inventory/set.h", "#pragma once\n")
+            write("policy/inventory/y.cpp", '#include "policy/rules/rule.h"\n'  # a room above
+                                            '#include "policy/inventory/set.h"\n')  # fine
+            write("policy/plan/z.cpp", '#include "policy/rules/rule.h"\n')  # fine
             write("server/ok.cpp", '#include "cli/common.h"\n#include <thread>\n')
             write("kube/api.h", "#pragma once\n")
             write("https/pool.cpp", '#include "kube/api.h"\n'   # the client knows no caller
@@ -233,9 +277,10 @@ class IncludeRules(unittest.TestCase):
                 "admission/handler.cpp:4: admission is pure and may not include <thread>",
                 "admission/handler.cpp:5: admission is pure and may not read a clock",
                 "https/pool.cpp:1: https may not include \"kube/api.h\"",
-                "policy/x.cpp:1: \"policy/missing.h\" does not exist",
-                "policy/x.cpp:2: \"x.h\": include project headers by their path",
-                "policy/x.cpp:3: <weird/lib.h> belongs to no library",
+                "policy/inventory/y.cpp:1: policy/inventory may not include \"policy/rules/rule.h\"",
+                "policy/objects/x.cpp:1: \"policy/objects/missing.h\" does not exist",
+                "policy/objects/x.cpp:2: \"x.h\": include project headers by their path",
+                "policy/objects/x.cpp:3: <weird/lib.h> belongs to no library",
                 "report/table.cpp:1: report may not include \"admission/handler.h\"",
                 "server/ok.cpp:1: server may not include \"cli/common.h\"",
                 "tests/policy/x_test.cpp:3: policy may not include \"report/table.h\"",

@@ -7,8 +7,8 @@ executable that was not built leaves ctest only a placeholder without labels,
 which the filter drops, so the stage passes with fewer tests and says nothing.
 This test holds each preset's label filter against its build targets: a
 layer's label needs that layer's `<layer>_tests` executable, `bench` needs
-`cudagate_bench`, and the tests of the binary (`e2e`, `threads`, `cluster`,
-`gpu`) need `cudagate`.
+`cudagate_bench`, the tests of the binary (`e2e`, `threads`, `cluster`,
+`gpu`) need `cudagate`, and `e2e` and `threads` the C++ tests' `e2e_tests` too.
 
     python3 tests/layers/presets_test.py SOURCE_DIR
 """
@@ -24,12 +24,16 @@ BINARY_LABELS = ("e2e", "threads", "cluster", "gpu")
 
 
 def unit_labels(root):
-    """The layer labels: each tests/<layer>/ folder with a *_test.cpp."""
+    """The layer labels: each tests/<layer>/ folder with a *_test.cpp in it or
+    in a room below it (tests/policy/rules/). tests/e2e/ is not a layer: its
+    C++ tests are e2e_tests, which runs the binary."""
     tests = os.path.join(root, "tests")
     labels = []
     for name in sorted(os.listdir(tests)):
         folder = os.path.join(tests, name)
-        if os.path.isdir(folder) and any(f.endswith("_test.cpp") for f in os.listdir(folder)):
+        if name == "e2e" or not os.path.isdir(folder):
+            continue
+        if any(f.endswith("_test.cpp") for _, _, files in os.walk(folder) for f in files):
             labels.append(name)
     return labels
 
@@ -44,10 +48,11 @@ def missing_targets(presets, layers):
         if pattern is None or build is None or "targets" not in build:
             continue  # every test runs, or the build builds every target
         targets = set(build["targets"])
-        needs = {layer: layer.replace("-", "_") + "_tests" for layer in layers}
-        needs["bench"] = "cudagate_bench"
-        needs.update({label: "cudagate" for label in BINARY_LABELS})
-        for label, target in sorted(needs.items()):
+        needs = [(layer, layer.replace("-", "_") + "_tests") for layer in layers]
+        needs.append(("bench", "cudagate_bench"))
+        needs.extend((label, "cudagate") for label in BINARY_LABELS)
+        needs.extend((label, "e2e_tests") for label in ("e2e", "threads"))
+        for label, target in sorted(needs):
             if re.search(pattern, label) and target not in targets:
                 problems.append(f"{test['name']}: label {label} needs target {target}")
     return problems
@@ -63,7 +68,7 @@ class Presets(unittest.TestCase):
 
     def test_a_target_left_out_is_reported(self):
         presets = {
-            "buildPresets": [{"name": "tsan", "targets": ["cudagate", "kube_tests"]}],
+            "buildPresets": [{"name": "tsan", "targets": ["cudagate", "kube_tests", "e2e_tests"]}],
             "testPresets": [{"name": "tsan", "filter": {"include": {"label": "^(kube|server|threads)$"}}}],
         }
         self.assertEqual(missing_targets(presets, ["kube", "policy", "server"]),

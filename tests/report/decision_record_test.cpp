@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "policy/evaluate.h"
-#include "policy/inventory.h"
-#include "policy/metadata.h"
+#include "policy/inventory/inventory.h"
+#include "policy/rules/evaluate.h"
+#include "policy/rules/metadata.h"
 #include "tests/support/dra_fixture.h"
 
 namespace cudagate {
@@ -44,7 +44,7 @@ Decision spec_example() {
   g.facts.family = "turing";
   g.outcome = Outcome::incompatible;
   g.findings.push_back(Finding{
-      "cuda-driver", "train", "needs CUDA 12.4; driver 535.129.03 supports up to CUDA 12.2",
+      Rule::cuda_driver, "train", "needs CUDA 12.4; driver 535.129.03 supports up to CUDA 12.2",
       "upgrade the driver to 550.54.14 or newer, or use an image built for CUDA 12.2 or older",
       false});
   d.groups.push_back(g);
@@ -88,7 +88,7 @@ TEST(DecisionJson, UnknownValuesAreNullAndReasonAppearsWhenGiven) {
   g.nodes = {"bare-1"};
   g.facts.has_gpu = true;
   g.outcome = Outcome::unknown;
-  g.findings.push_back(Finding{"cuda-driver", "train", "the node's driver version is unknown",
+  g.findings.push_back(Finding{Rule::cuda_driver, "train", "the node's driver version is unknown",
                                "label the nodes", true});
   d.groups.push_back(g);
   const json out = to_json(d);

@@ -9,7 +9,7 @@
 #include <set>
 #include <string>
 
-#include "policy/document.h"
+#include "policy/objects/document.h"
 #include "tests/support/audit_fixture.h"
 
 namespace cudagate {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "policy/document.h"
+#include "policy/objects/document.h"
 
 namespace cudagate {
 namespace {

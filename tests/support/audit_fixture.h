@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "policy/evaluate.h"
-#include "policy/node.h"
-#include "policy/workload_stream.h"
+#include "policy/objects/node.h"
+#include "policy/objects/workload_stream.h"
+#include "policy/rules/evaluate.h"
 #include "report/audit.h"
 #include "tests/support/fixtures.h"
 

@@ -7,10 +7,10 @@
 #include <stdexcept>
 #include <utility>
 
-#include "policy/evaluate.h"
-#include "policy/inventory.h"
-#include "policy/pod.h"
-#include "policy/policy.h"
+#include "policy/config/policy.h"
+#include "policy/inventory/inventory.h"
+#include "policy/objects/pod.h"
+#include "policy/rules/evaluate.h"
 #include "tests/support/embedded_compat_db.h"
 
 namespace cudagate::test_support {

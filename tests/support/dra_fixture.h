@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "policy/dra.h"
-#include "policy/node.h"
-#include "policy/pod.h"
+#include "policy/objects/dra.h"
+#include "policy/objects/node.h"
+#include "policy/objects/pod.h"
 #include "tests/support/fixtures.h"
 
 namespace cudagate::test_support {

@@ -9,8 +9,8 @@
 #include <string>
 #include <utility>
 
-#include "policy/inventory.h"
-#include "policy/node.h"
+#include "policy/inventory/inventory.h"
+#include "policy/objects/node.h"
 #include "tests/support/embedded_compat_db.h"
 
 namespace cudagate::test_support {
