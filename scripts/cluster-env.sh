@@ -3,8 +3,10 @@
 # machine's own Go (a Debian golang-go installed for the benchmarks must not
 # shadow it).
 repo=${repo:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
-export GOMODCACHE="$repo/build/cluster/gomod"
-export GOCACHE="$repo/build/cluster/gocache"
+# CUDAGATE_GO_CACHE puts both elsewhere: CI keeps them out of its clone,
+# which is new each run.
+export GOMODCACHE="${CUDAGATE_GO_CACHE:-$repo/build/cluster}/gomod"
+export GOCACHE="${CUDAGATE_GO_CACHE:-$repo/build/cluster}/gocache"
 export GOFLAGS=-mod=mod
 export GOTOOLCHAIN=local
 # scripts/install-deps.sh --cluster puts a toolchain under build/cluster/go
