@@ -464,9 +464,9 @@ struct PinAttempt {
   const Decision& decision;
   const Inventory& inventory;
   const CompatDb& db;
-  const json* existing;        // the pod's own required terms, or null
-  std::size_t existing_terms;  // how many (1 when none)
-  NodeSet wanted;              // the compatible candidates
+  const json* existing = nullptr;  // the pod's own required terms, or null
+  std::size_t existing_terms = 1;  // how many (1 when none)
+  NodeSet wanted;                  // the compatible candidates
 
   [[nodiscard]] bool too_many(std::size_t terms) const {
     return terms * existing_terms > kMaxPinnedTerms;

@@ -280,7 +280,7 @@ std::optional<SimdJsonView> ReviewTextParser::parse_bytes(const std::uint8_t* by
     }
   }
   if (stages.stage2(parser_.doc) != simdjson::SUCCESS) return std::nullopt;
-  return SimdJsonView(parser_.doc, &orders_);
+  return SimdJsonView(parser_.doc);
 }
 
 }  // namespace cudagate

@@ -53,8 +53,7 @@ std::optional<std::uint32_t> managed_fields_start(const std::uint8_t* text,
 }  // namespace review_text
 
 // simdjson's DOM parser for review bodies, with a padded copy of the text
-// (unless it comes padded) and the key orders its views remember
-// (SimdJsonView::KeyOrders), kept and reused from one parse to the next (one
+// (unless it comes padded), kept and reused from one parse to the next (one
 // per admission workspace; not shared between threads).
 class ReviewTextParser {
  public:
@@ -76,7 +75,6 @@ class ReviewTextParser {
   std::size_t max_depth_;
   simdjson::dom::parser parser_;
   std::vector<char> padded_;
-  SimdJsonView::KeyOrders orders_;
 };
 
 }  // namespace cudagate

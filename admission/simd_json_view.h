@@ -28,6 +28,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -35,22 +36,37 @@
 
 namespace cudagate {
 
-class SimdJsonView {
+// A view that remembers key orders (kRemembersKeyOrders) reuses the sorted
+// order of a large object's keys for the next object of the same keys in
+// the same written order: node lists that tools write without sorting hold
+// thousands such label maps. A review's maps come from the API server,
+// whose JSON has their keys sorted already, so its view (SimdJsonView)
+// carries no memo and stays three words: views are made for every member
+// visited.
+template <bool kRemembersKeyOrders>
+class BasicSimdJsonView {
   struct KeyOrder;
+  struct NoKeyOrders {};
 
  public:
-  // The key orders of large objects met in a parser's documents, which
-  // for_each_member reuses to sort the next object of the same keys
-  // written in the same order (PaddedDomParser keeps one).
+  // The key orders of large objects met in a parser's documents
+  // (PaddedDomParser keeps one).
   using KeyOrders = std::array<KeyOrder, 8>;
 
-  SimdJsonView() = default;
+  BasicSimdJsonView() = default;
   // The root of a document simdjson has parsed; valid while the document
-  // is neither parsed into again nor destroyed. `orders`, when given, is
-  // read and written by every view of the document (one thread at a time)
-  // and must outlive them.
-  explicit SimdJsonView(const simdjson::dom::document& doc, KeyOrders* orders = nullptr)
-      : tape_(doc.tape.get()), strings_(doc.string_buf.get()), orders_(orders), index_(1) {}
+  // is neither parsed into again nor destroyed.
+  explicit BasicSimdJsonView(const simdjson::dom::document& doc)
+      : tape_(doc.tape.get()), strings_(doc.string_buf.get()), index_(1) {}
+  // The same, remembering key orders in `orders`, which every view of the
+  // document reads and writes (one thread at a time) and which must outlive
+  // them.
+  BasicSimdJsonView(const simdjson::dom::document& doc,
+                    KeyOrders* orders) requires kRemembersKeyOrders
+      : tape_(doc.tape.get()),
+        strings_(doc.string_buf.get()),
+        orders_(orders),
+        index_(1) {}
 
   [[nodiscard]] bool valid() const { return tape_ != nullptr; }
   [[nodiscard]] bool is_null() const { return type() == 'n'; }
@@ -75,9 +91,9 @@ class SimdJsonView {
   }
   [[nodiscard]] double as_float() const { return std::bit_cast<double>(tape_[index_ + 1]); }
 
-  [[nodiscard]] SimdJsonView find(std::string_view key) const {
+  [[nodiscard]] BasicSimdJsonView find(std::string_view key) const {
     if (!is_object()) return {};
-    SimdJsonView found;
+    BasicSimdJsonView found;
     // The last of repeated keys, as nlohmann::json keeps it.
     const std::uint32_t end = scope_end();
     for (std::uint32_t i = index_ + 1; i < end; i = after(i + 1)) {
@@ -89,8 +105,8 @@ class SimdJsonView {
   // find() of each key in one pass over the members.
   template <std::size_t N>
   void find_each(const std::array<std::string_view, N>& keys,
-                 std::array<SimdJsonView, N>& out) const {
-    out.fill(SimdJsonView());
+                 std::array<BasicSimdJsonView, N>& out) const {
+    out.fill(BasicSimdJsonView());
     if (!is_object()) return;
     const std::uint32_t end = scope_end();
     for (std::uint32_t i = index_ + 1; i < end; i = after(i + 1)) {
@@ -108,14 +124,14 @@ class SimdJsonView {
       const std::uint32_t count = scope_count();
       if (count < kCountSaturated) return count;
       std::size_t n = 0;
-      for_each_element([&n](std::size_t, SimdJsonView) { ++n; });
+      for_each_element([&n](std::size_t, BasicSimdJsonView) { ++n; });
       return n;
     }
     if (is_null()) return 0;
     if (is_object()) {
       // Distinct keys, as nlohmann::json counts them.
       std::size_t n = 0;
-      for_each_member([&n](std::string_view, SimdJsonView) { ++n; });
+      for_each_member([&n](std::string_view, BasicSimdJsonView) { ++n; });
       return n;
     }
     return 1;
@@ -162,16 +178,20 @@ class SimdJsonView {
     // Otherwise large objects (the labels of a node list's items) tend to
     // repeat an earlier one's keys in the same order: its order is reused.
     if (!std::is_sorted(members, members + n, before)) {
-      if (n < kRememberedOrder || orders_ == nullptr) {
-        std::sort(members, members + n, before);
-      } else {
-        // A few shapes (a CPU pool's labels, a GPU pool's...), told apart by size.
-        KeyOrder& order = (*orders_)[n % orders_->size()];
-        if (!order.apply(members, n)) {
-          std::sort(members, members + n, before);
-          order.remember(members, n);
+      bool sorted = false;
+      if constexpr (kRemembersKeyOrders) {
+        if (n >= kRememberedOrder && orders_ != nullptr) {
+          // A few shapes (a CPU pool's labels, a GPU pool's...), told apart by size.
+          KeyOrder& order = (*orders_)[n % orders_->size()];
+          sorted = order.apply(members, n);
+          if (!sorted) {
+            std::sort(members, members + n, before);
+            order.remember(members, n);
+            sorted = true;
+          }
         }
       }
+      if (!sorted) std::sort(members, members + n, before);
     }
     for (std::uint32_t i = 0; i < n; ++i) {
       if (i + 1 < n && members[i + 1].key() == members[i].key()) continue;
@@ -315,8 +335,8 @@ class SimdJsonView {
     }
     return true;
   }
-  [[nodiscard]] SimdJsonView at(std::uint32_t i) const {
-    SimdJsonView v;
+  [[nodiscard]] BasicSimdJsonView at(std::uint32_t i) const {
+    BasicSimdJsonView v;
     v.tape_ = tape_;
     v.strings_ = strings_;
     v.orders_ = orders_;
@@ -326,9 +346,14 @@ class SimdJsonView {
 
   const std::uint64_t* tape_ = nullptr;
   const std::uint8_t* strings_ = nullptr;
-  KeyOrders* orders_ = nullptr;
+  [[no_unique_address]] std::conditional_t<kRemembersKeyOrders, KeyOrders*, NoKeyOrders> orders_{};
   std::uint32_t index_ = 0;
 };
+
+// A review body's view.
+using SimdJsonView = BasicSimdJsonView<false>;
+// A view that remembers key orders, for node lists.
+using KeyOrderSimdJsonView = BasicSimdJsonView<true>;
 
 // simdjson's DOM parser with a padded copy of the text and the key orders
 // its documents' views remember, all kept and reused from one parse to the
@@ -342,7 +367,7 @@ class PaddedDomParser {
       : initial_capacity_(initial_capacity), max_depth_(max_depth) {}
 
   // The text's root, or nullopt when simdjson does not take it.
-  std::optional<SimdJsonView> parse(std::string_view text) {
+  std::optional<KeyOrderSimdJsonView> parse(std::string_view text) {
     if (!allocated_) {
       if (parser_.allocate(initial_capacity_, max_depth_) != simdjson::SUCCESS) {
         return std::nullopt;
@@ -358,7 +383,7 @@ class PaddedDomParser {
     if (parser_.parse(padded_.data(), text.size(), false).get(root) != simdjson::SUCCESS) {
       return std::nullopt;
     }
-    return SimdJsonView(parser_.doc, &orders_);
+    return KeyOrderSimdJsonView(parser_.doc, &orders_);
   }
 
  private:
@@ -367,26 +392,30 @@ class PaddedDomParser {
   simdjson::dom::parser parser_;
   bool allocated_ = false;
   std::vector<char> padded_;
-  SimdJsonView::KeyOrders orders_;
+  KeyOrderSimdJsonView::KeyOrders orders_;
 };
 
 // A document value as nlohmann::json, with nlohmann's own number types
 // (non-negative integers are unsigned), each key once (the last of repeated
 // ones), as the reference parser would have given it. `skip_member`, when
 // not empty, is left out of this value's own members (not deeper ones).
-inline nlohmann::json to_nlohmann(const SimdJsonView& value, std::string_view skip_member = {}) {
+template <bool kRemembersKeyOrders>
+nlohmann::json to_nlohmann(const BasicSimdJsonView<kRemembersKeyOrders>& value,
+                           std::string_view skip_member = {}) {
   if (value.is_object()) {
     nlohmann::json out = nlohmann::json::object();
-    value.for_each_member([&](std::string_view key, const SimdJsonView& member) {
-      if (!skip_member.empty() && key == skip_member) return;
-      out[std::string(key)] = to_nlohmann(member);
-    });
+    value.for_each_member(
+        [&](std::string_view key, const BasicSimdJsonView<kRemembersKeyOrders>& member) {
+          if (!skip_member.empty() && key == skip_member) return;
+          out[std::string(key)] = to_nlohmann(member);
+        });
     return out;
   }
   if (value.is_array()) {
     nlohmann::json out = nlohmann::json::array();
-    value.for_each_element(
-        [&](std::size_t, const SimdJsonView& item) { out.push_back(to_nlohmann(item)); });
+    value.for_each_element([&](std::size_t, const BasicSimdJsonView<kRemembersKeyOrders>& item) {
+      out.push_back(to_nlohmann(item));
+    });
     return out;
   }
   if (value.is_string()) return std::string(value.string());
@@ -398,6 +427,10 @@ inline nlohmann::json to_nlohmann(const SimdJsonView& value, std::string_view sk
 }
 
 static_assert(JsonView<SimdJsonView>);
+static_assert(JsonView<KeyOrderSimdJsonView>);
+// Three words, as before key orders were remembered: a review makes one for
+// every member it visits.
+static_assert(sizeof(SimdJsonView) == 2 * sizeof(void*) + 8);
 static_assert(JsonView<NlohmannView>);
 
 }  // namespace cudagate

@@ -173,7 +173,7 @@ TEST(SimdJsonView, RememberedKeyOrdersVisitAsNlohmann) {
     const auto view = parser.parse(text);
     ASSERT_TRUE(view);
     std::vector<std::pair<std::string, std::int64_t>> visited;
-    view->for_each_member([&](std::string_view key, const SimdJsonView& value) {
+    view->for_each_member([&](std::string_view key, const KeyOrderSimdJsonView& value) {
       visited.emplace_back(key, value.as_integer());
     });
     std::vector<std::pair<std::string, std::int64_t>> expected;
