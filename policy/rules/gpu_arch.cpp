@@ -13,6 +13,8 @@
 namespace cudagate {
 namespace {
 
+constexpr std::string_view kFixArchsUnknown =
+    "annotate the pod with cudagate.io/arch-list (the architectures the image was compiled for)";
 constexpr std::string_view kFixArchListAndCuda =
     "correct the image's arch list or CUDA version, or annotate the pod with "
     "cudagate.io/arch-list and cudagate.io/cuda-version (what the image was built with)";

@@ -2,6 +2,13 @@
 #include "policy/rules/rule_check.h"
 
 namespace cudagate {
+namespace {
+
+constexpr std::string_view kFixCcUnknown =
+    "label the nodes with cudagate.io/compute-capability or cudagate.io/gpu-product, or run GPU "
+    "Feature Discovery";
+
+}  // namespace
 
 void RuleCheck::fail(Rule rule, std::string message, std::string fix) {
   result_.outcome = Outcome::incompatible;

@@ -21,13 +21,6 @@
 
 namespace cudagate {
 
-// The fixes more than one rule gives.
-inline constexpr std::string_view kFixCcUnknown =
-    "label the nodes with cudagate.io/compute-capability or cudagate.io/gpu-product, or run GPU "
-    "Feature Discovery";
-inline constexpr std::string_view kFixArchsUnknown =
-    "annotate the pod with cudagate.io/arch-list (the architectures the image was compiled for)";
-
 struct RuleResult {
   Outcome outcome = Outcome::compatible;
   std::vector<Finding> findings;  // failures, and unknowns (Finding::unknown)
