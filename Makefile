@@ -8,7 +8,7 @@
 #   make soak    10 minutes of mixed load at 80% of peak with faults injected,
 #                connection abuse and SIGTERM under load (bench/load/soak.py)
 #   make tsan    the server and its tests under ThreadSanitizer (tsan preset:
-#                the kube, registry and server unit tests, the threaded e2e tests)
+#                the https, kube, registry, inputs and server unit tests, the threaded e2e tests)
 #   make tidy    clang-tidy with .clang-tidy over every source but the fuzzers
 # The quick loop (docs/testing.md), for whoever changes one layer:
 #   make unit LAYER=policy [FILTER='GpuArchRule.*']

@@ -29,6 +29,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/manifest_inputs.h"
+#include "inputs/node_loader.h"
 #include "kube/api_client.h"
 #include "policy/objects/workload_stream.h"
 #include "policy/rules/evaluate.h"
@@ -36,7 +37,6 @@
 #include "report/html_report.h"
 #include "report/junit_report.h"
 #include "report/policy_report.h"
-#include "server/node_loader.h"
 
 namespace cudagate {
 namespace {

@@ -8,12 +8,12 @@
 #include <vector>
 
 #include "cli/common.h"
+#include "inputs/node_loader.h"
 #include "kube/api_client.h"
 #include "kube/cluster_workloads.h"
 #include "policy/inventory/inventory_pools.h"
 #include "policy/objects/node_pool.h"
 #include "policy/objects/workload_stream.h"
-#include "server/node_loader.h"
 
 namespace cudagate::cli {
 

@@ -15,12 +15,12 @@
 #include <vector>
 
 #include "compat-db/compat_db.h"
+#include "inputs/input_files.h"
 #include "kube/cluster_config.h"
 #include "policy/config/policy.h"
 #include "policy/inventory/inventory.h"
 #include "policy/objects/pod.h"
 #include "policy/rules/metadata.h"
-#include "server/input_files.h"
 #include "types/expected.h"
 #include "types/quote.h"
 

@@ -24,6 +24,8 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/decision_text.h"
+#include "inputs/input_files.h"
+#include "inputs/node_loader.h"
 #include "kube/api_client.h"
 #include "policy/objects/document.h"
 #include "policy/objects/pod_status.h"
@@ -32,8 +34,6 @@
 #include "report/audit.h"
 #include "report/decision_record.h"
 #include "report/finding_text.h"
-#include "server/input_files.h"
-#include "server/node_loader.h"
 
 namespace cudagate {
 namespace {

@@ -13,7 +13,7 @@
 #include <system_error>
 
 #include "admission/simd_json_view.h"
-#include "server/input_files.h"
+#include "inputs/input_files.h"
 
 namespace cudagate::cli {
 namespace {

@@ -15,11 +15,11 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/manifest_inputs.h"
+#include "inputs/input_files.h"
+#include "inputs/node_loader.h"
 #include "policy/plan/fleet_change.h"
 #include "policy/plan/rollout_plan.h"
 #include "report/plan_report.h"
-#include "server/input_files.h"
-#include "server/node_loader.h"
 
 namespace cudagate {
 namespace {

@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "kube/cluster_config.h"
+#include "types/duration.h"
 
 namespace cudagate {
 namespace {
@@ -60,48 +61,18 @@ std::optional<kube::ClusterConfig> cluster_of(const ServeOptions& options) {
   return std::nullopt;
 }
 
-// Go-style durations ("10s", "1m30s", "500ms"); a bare number is seconds.
-Expected<milliseconds> parse_duration(std::string_view text, const std::string& flag,
-                                      bool allow_zero) {
+// A duration flag (types/duration.h: "10s", "1m30s", "500ms"); a bare
+// number is seconds.
+Expected<milliseconds> flag_duration(std::string_view text, const std::string& flag,
+                                     bool allow_zero) {
   const Error bad{flag,
                   "expected a duration like 10s, 500ms or 2m, got \"" + std::string(text) + "\""};
-  if (text.empty()) return bad;
-  bool bare = true;
+  bool bare = !text.empty();
   for (const char c : text) bare = bare && c >= '0' && c <= '9';
-  std::string spelled(text);
-  if (bare) spelled += "s";
-  std::string_view rest = spelled;
-  std::int64_t total = 0;
-  while (!rest.empty()) {
-    std::size_t digits = 0;
-    std::int64_t number = 0;
-    while (digits < rest.size() && rest[digits] >= '0' && rest[digits] <= '9') {
-      number = number * 10 + (rest[digits] - '0');
-      if (number > 1'000'000'000) return bad;
-      ++digits;
-    }
-    if (digits == 0) return bad;
-    rest.remove_prefix(digits);
-    std::int64_t unit = 0;
-    if (rest.starts_with("ms")) {
-      unit = 1;
-      rest.remove_prefix(2);
-    } else if (rest.starts_with("s")) {
-      unit = 1000;
-      rest.remove_prefix(1);
-    } else if (rest.starts_with("m")) {
-      unit = 60'000;
-      rest.remove_prefix(1);
-    } else if (rest.starts_with("h")) {
-      unit = 3'600'000;
-      rest.remove_prefix(1);
-    } else {
-      return bad;
-    }
-    total += number * unit;
-  }
-  if (total == 0 && !allow_zero) return Error{flag, "must be greater than zero"};
-  return milliseconds(total);
+  const auto total = parse_duration(bare ? std::string(text) + "s" : std::string(text));
+  if (!total) return bad;
+  if (total->count() == 0 && !allow_zero) return Error{flag, "must be greater than zero"};
+  return *total;
 }
 
 void run_serve(const ServeOptions& options) {
@@ -110,16 +81,16 @@ void run_serve(const ServeOptions& options) {
 
   ServeSettings settings;
   settings.shutdown_grace = cli::value_or_fail(
-      parse_duration(options.shutdown_grace, "--shutdown-grace", /*allow_zero=*/true));
+      flag_duration(options.shutdown_grace, "--shutdown-grace", /*allow_zero=*/true));
   ServerLimits& limits = settings.limits;
   limits.header_timeout =
-      cli::value_or_fail(parse_duration(options.header_timeout, "--header-timeout", false));
+      cli::value_or_fail(flag_duration(options.header_timeout, "--header-timeout", false));
   limits.handshake_timeout = limits.header_timeout;
   limits.body_timeout =
-      cli::value_or_fail(parse_duration(options.body_timeout, "--body-timeout", false));
+      cli::value_or_fail(flag_duration(options.body_timeout, "--body-timeout", false));
   limits.write_timeout = limits.body_timeout;
   limits.idle_timeout =
-      cli::value_or_fail(parse_duration(options.idle_timeout, "--idle-timeout", false));
+      cli::value_or_fail(flag_duration(options.idle_timeout, "--idle-timeout", false));
   limits.max_body_bytes = options.max_body_bytes;
   limits.max_connections = options.max_connections;
   if (limits.max_body_bytes == 0) cli::fail(Error{"--max-body-bytes", "must be greater than 0"});
@@ -135,7 +106,7 @@ void run_serve(const ServeOptions& options) {
   if (!options.audit_interval.empty()) {
     BackgroundAuditSettings audit;
     audit.interval =
-        cli::value_or_fail(parse_duration(options.audit_interval, "--audit-interval", false));
+        cli::value_or_fail(flag_duration(options.audit_interval, "--audit-interval", false));
     audit.write_reports = options.write_reports;
     audit.report_api =
         options.report_api == "openreports" ? ReportApi::open_reports : ReportApi::policy_report;

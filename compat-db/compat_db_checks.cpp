@@ -36,16 +36,16 @@ std::optional<Error> check_products(const std::vector<Product>& products) {
   };
   for (std::size_t i = 0; i < products.size(); ++i) {
     const Product& p = products[i];
-    const std::string at = indexed("products", i);
+    const std::string at = index_path("products", i);
     if (auto e = claim(names, p.name, at + ".name")) return e;
     for (std::size_t j = 0; j < p.aliases.size(); ++j) {
-      if (auto e = claim(names, p.aliases[j], indexed(at + ".aliases", j))) return e;
+      if (auto e = claim(names, p.aliases[j], index_path(at + ".aliases", j))) return e;
     }
     for (std::size_t j = 0; j < p.gfd_names.size(); ++j) {
-      if (auto e = claim(gfd_names, p.gfd_names[j], indexed(at + ".gfdNames", j))) return e;
+      if (auto e = claim(gfd_names, p.gfd_names[j], index_path(at + ".gfdNames", j))) return e;
     }
     for (std::size_t j = 0; j < p.gfd_prefixes.size(); ++j) {
-      if (auto e = claim(prefixes, p.gfd_prefixes[j], indexed(at + ".gfdPrefixes", j))) return e;
+      if (auto e = claim(prefixes, p.gfd_prefixes[j], index_path(at + ".gfdPrefixes", j))) return e;
     }
   }
   return std::nullopt;
@@ -62,7 +62,7 @@ std::optional<Error> check_branch_order(const std::vector<DriverBranch>& branche
     const DriverBranch& older = branches[order[k - 1]];
     const DriverBranch& newer = branches[order[k]];
     if (newer.cuda < older.cuda) {
-      return Error{indexed("driverBranches", order[k]) + ".cuda",
+      return Error{index_path("driverBranches", order[k]) + ".cuda",
                    "branch " + std::to_string(newer.branch) + " reports CUDA " + newer.cuda.str() +
                        ", older than branch " + std::to_string(older.branch) + "'s CUDA " +
                        older.cuda.str()};
@@ -77,10 +77,10 @@ std::optional<Error> check_architectures(const std::vector<NamedArchitecture>& a
   for (std::size_t i = 0; i < archs.size(); ++i) {
     for (std::size_t j = 0; j < i; ++j) {
       if (!ascii::iequals(archs[i].name, archs[j].name)) continue;
-      const std::string at = indexed("architectures", i) + ".name";
+      const std::string at = index_path("architectures", i) + ".name";
       if (archs[i].name != archs[j].name) {
         return Error{at, quote(archs[i].name) + " is spelt differently in " +
-                             indexed("architectures", j) +
+                             index_path("architectures", j) +
                              "; PyTorch compares names case-sensitively"};
       }
       const NamedArchitecture& a = archs[i];
@@ -88,7 +88,7 @@ std::optional<Error> check_architectures(const std::vector<NamedArchitecture>& a
       const bool a_before_b = a.cuda_before && b.cuda_since && !(*b.cuda_since < *a.cuda_before);
       const bool b_before_a = b.cuda_before && a.cuda_since && !(*a.cuda_since < *b.cuda_before);
       if (!a_before_b && !b_before_a) {
-        return Error{at, "repeats " + indexed("architectures", j) +
+        return Error{at, "repeats " + index_path("architectures", j) +
                              " for the same CUDA releases; entries of one name need "
                              "cudaSince/cudaBefore ranges that do not overlap"};
       }
@@ -107,9 +107,9 @@ std::optional<Error> check_torch_builds(const std::vector<TorchBuild>& builds) {
       const bool a_before_b = a.torch_before && !(b.torch_since < *a.torch_before);
       const bool b_before_a = b.torch_before && !(a.torch_since < *b.torch_before);
       if (!a_before_b && !b_before_a) {
-        return Error{indexed("torchBuilds", i) + ".torchSince",
-                     "repeats " + indexed("torchBuilds", j) + " for the same torch releases of " +
-                         a.cuda_variant +
+        return Error{index_path("torchBuilds", i) + ".torchSince",
+                     "repeats " + index_path("torchBuilds", j) +
+                         " for the same torch releases of " + a.cuda_variant +
                          "; entries need torchSince/torchBefore ranges that do not overlap"};
       }
     }
@@ -125,8 +125,8 @@ std::optional<Error> check_last_driver_branches(const std::vector<LastDriverBran
       const ComputeCapability cc = entries[i].capabilities[k];
       const auto [it, inserted] = seen.emplace(std::make_pair(cc.major(), cc.minor()), i);
       if (!inserted) {
-        return Error{indexed(indexed("lastDriverBranches", i) + ".computeCapabilities", k),
-                     cc.str() + " is already in " + indexed("lastDriverBranches", it->second) +
+        return Error{index_path(index_path("lastDriverBranches", i) + ".computeCapabilities", k),
+                     cc.str() + " is already in " + index_path("lastDriverBranches", it->second) +
                          "; each capability's support ends once"};
       }
     }
@@ -156,7 +156,7 @@ std::optional<Error> check_cloud_products(const CompatDb& db) {
     const bool known = std::any_of(db.products.begin(), db.products.end(),
                                    [&](const Product& p) { return p.name == name; });
     if (!known) {
-      return Error{indexed("cloudAccelerators", i) + ".product",
+      return Error{index_path("cloudAccelerators", i) + ".product",
                    "no product is named " + quote(name) + " (use a products[].name)"};
     }
   }
@@ -170,7 +170,7 @@ std::optional<Error> check_instance_products(
   for (std::size_t i = 0; i < db.instance_types.size(); ++i) {
     const std::string& name = db.instance_types[i].product;
     if (named_product(db.products, name) == nullptr) {
-      return unknown_product(indexed("instanceTypes", i) + ".product", name)
+      return unknown_product(index_path("instanceTypes", i) + ".product", name)
           .within(file.find("instanceTypes")->second);
     }
   }
@@ -178,7 +178,8 @@ std::optional<Error> check_instance_products(
     const std::vector<std::string>& names = db.instance_gpu_labels[i].products;
     for (std::size_t j = 0; j < names.size(); ++j) {
       if (named_product(db.products, names[j]) == nullptr) {
-        return unknown_product(indexed(indexed("instanceGpuLabels", i) + ".products", j), names[j])
+        return unknown_product(index_path(index_path("instanceGpuLabels", i) + ".products", j),
+                               names[j])
             .within(file.find("instanceGpuLabels")->second);
       }
     }
@@ -191,7 +192,7 @@ std::optional<Error> check_instance_products(
 std::optional<Error> check_image_rules(const CompatDb& db) {
   for (std::size_t i = 0; i < db.image_rules.size(); ++i) {
     if (db.image_rules[i].kind == "pytorch-tag" && db.torch_builds.empty()) {
-      return Error{indexed("imageRules", i) + ".kind",
+      return Error{index_path("imageRules", i) + ".kind",
                    "\"pytorch-tag\" reads the arch lists of torchBuilds, which has no entry"};
     }
   }

@@ -35,8 +35,8 @@ std::optional<Error> unique(const std::vector<T>& items, std::string_view sectio
   for (std::size_t i = 0; i < items.size(); ++i) {
     const auto [it, inserted] = seen.emplace(key(items[i]), i);
     if (!inserted) {
-      return Error{indexed(section, i) + "." + std::string(field),
-                   "repeats " + indexed(section, it->second) + "; each entry must be unique"};
+      return Error{field_path(index_path(section, i), field),
+                   "repeats " + index_path(section, it->second) + "; each entry must be unique"};
     }
   }
   return std::nullopt;

@@ -39,10 +39,6 @@ std::string kind_of(const json& value) {
   }
 }
 
-std::string indexed(std::string_view path, std::size_t i) {
-  return std::string(path) + "[" + std::to_string(i) + "]";
-}
-
 bool is_month(std::string_view text) {
   if (text.size() != 7 || text[4] != '-' || !digits(text.substr(0, 4)) || !digits(text.substr(5))) {
     return false;
@@ -61,7 +57,7 @@ bool is_date(std::string_view text) {
 }
 
 std::string Entry::field_path(std::string_view key) const {
-  return path_ + "." + std::string(key);
+  return cudagate::field_path(path_, key);
 }
 
 void Entry::fail(std::string where, std::string message) {
@@ -74,7 +70,8 @@ std::optional<Error> Entry::finish() {
       if (std::find(asked_.begin(), asked_.end(), item.key()) != asked_.end()) continue;
       std::string expected;
       for (const auto& key : asked_) expected += (expected.empty() ? "" : ", ") + key;
-      fail(path_ + "." + printable(item.key()), "unknown field (this entry has: " + expected + ")");
+      fail(cudagate::field_path(path_, printable(item.key())),
+           "unknown field (this entry has: " + expected + ")");
       break;
     }
   }
@@ -108,7 +105,7 @@ std::vector<std::string> Entry::texts(std::string_view key, bool required) {
   for (std::size_t i = 0; i < value->size(); ++i) {
     const json& item = (*value)[i];
     if (!item.is_string() || item.get_ref<const std::string&>().empty()) {
-      fail(indexed(field_path(key), i), "expected a non-empty string, got " + kind_of(item));
+      fail(index_path(field_path(key), i), "expected a non-empty string, got " + kind_of(item));
       return {};
     }
     out.push_back(item.get<std::string>());

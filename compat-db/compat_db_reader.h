@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "types/expected.h"
+#include "types/field_path.h"
 #include "types/quote.h"
 
 namespace cudagate::compat_db_reader {
@@ -28,9 +29,6 @@ namespace cudagate::compat_db_reader {
 // How an error names a value it did not expect: "null", "a number", "the
 // string \"x\"" (quoted and cut to one line), "an array".
 [[nodiscard]] std::string kind_of(const nlohmann::json& value);
-
-// "path[i]": the place of the i-th item of a list.
-[[nodiscard]] std::string indexed(std::string_view path, std::size_t i);
 
 // "YYYY-MM", a month as NVIDIA's lifecycle pages give it.
 [[nodiscard]] bool is_month(std::string_view text);
@@ -80,7 +78,7 @@ class Entry {
     const nlohmann::json* value = list(key, required);
     if (value == nullptr) return out;
     for (std::size_t i = 0; i < value->size(); ++i) {
-      auto item = parse_one(indexed(field_path(key), i), (*value)[i], parse);
+      auto item = parse_one(index_path(field_path(key), i), (*value)[i], parse);
       if (!item) return {};
       out.push_back(*item);
     }
@@ -130,9 +128,9 @@ std::optional<Error> read_entries(const nlohmann::json& value, std::string_view 
   for (std::size_t i = 0; i < value.size(); ++i) {
     const nlohmann::json& item = value[i];
     if (!item.is_object()) {
-      return Error{indexed(section, i), "expected an object, got " + kind_of(item)};
+      return Error{index_path(section, i), "expected an object, got " + kind_of(item)};
     }
-    Entry entry(item, indexed(section, i));
+    Entry entry(item, index_path(section, i));
     T parsed = read_one(entry);
     if (auto error = entry.finish()) return error;
     out.push_back(std::move(parsed));

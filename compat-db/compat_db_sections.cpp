@@ -143,7 +143,7 @@ LastDriverBranch read_last_driver_branch(Entry& e) {
 void require_ascending(Entry& e, std::string_view key, const std::vector<ComputeCapability>& ccs) {
   for (std::size_t i = 1; i < ccs.size(); ++i) {
     if (!(ccs[i - 1] < ccs[i])) {
-      e.fail(indexed(e.field_path(key), i),
+      e.fail(index_path(e.field_path(key), i),
              "expected capabilities in ascending order without repeats, got " + ccs[i].str() +
                  " after " + ccs[i - 1].str());
       return;
@@ -157,7 +157,7 @@ void require_subset_of_all(Entry& e, std::string_view key, std::string_view what
                            const std::vector<ComputeCapability>& all) {
   for (std::size_t i = 0; i < list.size(); ++i) {
     if (std::find(all.begin(), all.end(), list[i]) == all.end()) {
-      e.fail(indexed(e.field_path(key), i),
+      e.fail(index_path(e.field_path(key), i),
              list[i].str() + " is not in \"all\"; " + std::string(what) + " is a subset of all");
       return;
     }

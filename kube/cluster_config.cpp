@@ -12,43 +12,13 @@
 #include <sstream>
 #include <system_error>
 
+#include "types/base64.h"
+#include "types/field_path.h"
+
 extern char** environ;
 
 namespace cudagate::kube {
 namespace {
-
-// Standard base64 with padding; whitespace is skipped (kubeconfigs wrap
-// long values).
-std::optional<std::string> base64_decode(std::string_view text) {
-  auto value = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  std::string out;
-  unsigned buffer = 0;
-  int bits = 0;
-  bool padding = false;
-  for (const char c : text) {
-    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
-    if (c == '=') {
-      padding = true;
-      continue;
-    }
-    const int v = value(c);
-    if (v < 0 || padding) return std::nullopt;
-    buffer = (buffer << 6) | static_cast<unsigned>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((buffer >> bits) & 0xFF));
-    }
-  }
-  return out;
-}
 
 std::string folder_of(const std::string& path) {
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
@@ -66,19 +36,11 @@ Expected<YAML::Node> find_named(const YAML::Node& root, const std::string& list,
                                 const std::string& path) {
   const YAML::Node entries = root[list];
   if (!entries || entries.IsNull()) {
-    return Error{path + ": " + list, "is missing; \"" + name + "\" is not defined"};
+    return Error{place(path, 0, list), "is missing; \"" + name + "\" is not defined"};
   }
-  if (!entries.IsSequence()) return Error{path + ": " + list, "expected a list"};
+  if (!entries.IsSequence()) return Error{place(path, 0, list), "expected a list"};
   // "kubeconfig: users[2]", the place of one entry in errors.
-  const auto entry_at = [&](std::size_t i) {
-    std::string at = path;
-    at += ": ";
-    at += list;
-    at += '[';
-    at += std::to_string(i);
-    at += ']';
-    return at;
-  };
+  const auto entry_at = [&](std::size_t i) { return place(path, 0, index_path(list, i)); };
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const YAML::Node entry = entries[i];
     if (!entry.IsMap()) return Error{entry_at(i), "expected a map"};
@@ -86,12 +48,12 @@ Expected<YAML::Node> find_named(const YAML::Node& root, const std::string& list,
     if (entry_name && entry_name.IsScalar() && entry_name.as<std::string>() == name) {
       const YAML::Node body = entry[inner];
       if (body && !body.IsNull() && !body.IsMap()) {
-        return Error{entry_at(i) + "." + inner, "expected a map"};
+        return Error{field_path(entry_at(i), inner), "expected a map"};
       }
       return body ? body : YAML::Node(YAML::NodeType::Map);
     }
   }
-  return Error{path + ": " + list, "has no entry named \"" + name + "\""};
+  return Error{place(path, 0, list), "has no entry named \"" + name + "\""};
 }
 
 // The string at `node[key]`, "" when absent; an error when not a scalar.
@@ -99,7 +61,7 @@ Expected<std::string> string_field(const YAML::Node& node, const std::string& ke
                                    const std::string& where) {
   const YAML::Node v = node[key];
   if (!v || v.IsNull()) return std::string();
-  if (!v.IsScalar()) return Error{where + "." + key, "expected a string"};
+  if (!v.IsScalar()) return Error{field_path(where, key), "expected a string"};
   return v.as<std::string>();
 }
 
@@ -107,8 +69,13 @@ Expected<std::string> data_field(const YAML::Node& node, const std::string& key,
                                  const std::string& where) {
   auto text = string_field(node, key, where);
   if (!text || text->empty()) return text;
-  auto decoded = base64_decode(*text);
-  if (!decoded) return Error{where + "." + key, "expected base64 data"};
+  // Kubeconfigs wrap long values; the wrapping is no part of the data.
+  std::string joined;
+  for (const char c : *text) {
+    if (c != ' ' && c != '\n' && c != '\r' && c != '\t') joined.push_back(c);
+  }
+  auto decoded = base64_decode(joined);
+  if (!decoded) return Error{field_path(where, key), "expected base64 data"};
   return std::move(*decoded);
 }
 
@@ -121,17 +88,17 @@ Expected<ExecPlugin> read_exec(const YAML::Node& exec, const std::string& where,
   if (*api_version != "client.authentication.k8s.io/v1" &&
       *api_version != "client.authentication.k8s.io/v1beta1") {
     return Error{
-        where + ".apiVersion",
+        field_path(where, "apiVersion"),
         "expected client.authentication.k8s.io/v1 (or v1beta1), got \"" + *api_version + "\""};
   }
   plugin.api_version = *api_version;
   auto command = string_field(exec, "command", where);
   if (!command) return command.error();
-  if (command->empty()) return Error{where + ".command", "is required"};
+  if (command->empty()) return Error{field_path(where, "command"), "is required"};
   // A bare name is looked up in PATH; a relative path is the kubeconfig's.
   plugin.command = command->find('/') == std::string::npos ? *command : resolve(folder, *command);
   if (const YAML::Node args = exec["args"]; args && !args.IsNull()) {
-    if (!args.IsSequence()) return Error{where + ".args", "expected a list of strings"};
+    if (!args.IsSequence()) return Error{field_path(where, "args"), "expected a list of strings"};
     for (std::size_t i = 0; i < args.size(); ++i) {
       if (!args[i].IsScalar()) {
         return Error{where + ".args[" + std::to_string(i) + "]", "expected a string"};
@@ -140,15 +107,16 @@ Expected<ExecPlugin> read_exec(const YAML::Node& exec, const std::string& where,
     }
   }
   if (const YAML::Node env = exec["env"]; env && !env.IsNull()) {
-    if (!env.IsSequence()) return Error{where + ".env", "expected a list of {name, value}"};
+    if (!env.IsSequence())
+      return Error{field_path(where, "env"), "expected a list of {name, value}"};
     for (std::size_t i = 0; i < env.size(); ++i) {
-      const std::string at = where + ".env[" + std::to_string(i) + "]";
+      const std::string at = index_path(field_path(where, "env"), i);
       if (!env[i].IsMap()) return Error{at, "expected {name, value}"};
       auto name = string_field(env[i], "name", at);
       if (!name) return name.error();
       auto value = string_field(env[i], "value", at);
       if (!value) return value.error();
-      if (name->empty()) return Error{at + ".name", "is required"};
+      if (name->empty()) return Error{field_path(at, "name"), "is required"};
       plugin.env.emplace_back(*name, *value);
     }
   }
@@ -169,7 +137,7 @@ Expected<ClusterConfig> read_kubeconfig(const YAML::Node& root, const std::strin
   const std::string context_where = path + ": contexts[" + *current + "].context";
   auto cluster_name = string_field(*context, "cluster", context_where);
   if (!cluster_name) return cluster_name.error();
-  if (cluster_name->empty()) return Error{context_where + ".cluster", "is required"};
+  if (cluster_name->empty()) return Error{field_path(context_where, "cluster"), "is required"};
   auto user_name = string_field(*context, "user", context_where);
   if (!user_name) return user_name.error();
 
@@ -182,8 +150,8 @@ Expected<ClusterConfig> read_kubeconfig(const YAML::Node& root, const std::strin
   const std::string cluster_where = path + ": clusters[" + *cluster_name + "].cluster";
   auto server = string_field(*cluster, "server", cluster_where);
   if (!server) return server.error();
-  if (server->empty()) return Error{cluster_where + ".server", "is required"};
-  auto address = parse_server_url(*server, cluster_where + ".server");
+  if (server->empty()) return Error{field_path(cluster_where, "server"), "is required"};
+  auto address = parse_server_url(*server, field_path(cluster_where, "server"));
   if (!address) return address.error();
   config.server = std::move(*address);
   auto ca_data = data_field(*cluster, "certificate-authority-data", cluster_where);
@@ -198,7 +166,7 @@ Expected<ClusterConfig> read_kubeconfig(const YAML::Node& root, const std::strin
   if (const YAML::Node skip = (*cluster)["insecure-skip-tls-verify"]; skip && !skip.IsNull()) {
     bool value = false;
     if (!skip.IsScalar() || !YAML::convert<bool>::decode(skip, value)) {
-      return Error{cluster_where + ".insecure-skip-tls-verify", "expected true or false"};
+      return Error{field_path(cluster_where, "insecure-skip-tls-verify"), "expected true or false"};
     }
     config.insecure_skip_tls_verify = value;
   }
@@ -233,12 +201,12 @@ Expected<ClusterConfig> read_kubeconfig(const YAML::Node& root, const std::strin
     }
     for (const char* unsupported : {"auth-provider", "username"}) {
       if ((*user)[unsupported]) {
-        return Error{user_where + "." + unsupported,
+        return Error{field_path(user_where, unsupported),
                      "is not supported; use a token, a client certificate or an exec plugin"};
       }
     }
     if (const YAML::Node exec = (*user)["exec"]; exec && !exec.IsNull()) {
-      auto plugin = read_exec(exec, user_where + ".exec", folder);
+      auto plugin = read_exec(exec, field_path(user_where, "exec"), folder);
       if (!plugin) return plugin.error();
       config.exec = std::move(*plugin);
     }

@@ -27,15 +27,15 @@
 #include <vector>
 
 #include "compat-db/compat_db.h"
+#include "inputs/input_files.h"
+#include "inputs/node_loader.h"
 #include "registry/registry_client.h"
 #include "server/cert_store.h"
 #include "server/file_watch.h"
-#include "server/input_files.h"
 #include "server/live_cluster.h"
 #include "server/logging.h"
 #include "server/matrix_gaps.h"
 #include "server/metrics.h"
-#include "server/node_loader.h"
 #include "server/routes.h"
 #include "server/state.h"
 #include "server/tls_server.h"

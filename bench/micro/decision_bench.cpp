@@ -112,7 +112,7 @@ Workload training_pod(const std::string& cuda_version,
 }
 
 // Built on a thread of their own, as the server reads its inventory
-// (server/node_loader.h): building leaves the heap of the thread strewn with
+// (inputs/node_loader.h): building leaves the heap of the thread strewn with
 // free chunks that would slow the decisions' allocations down.
 const Inventory& inventory_of(int count) {
   static std::map<int, Inventory> cache;

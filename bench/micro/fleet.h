@@ -196,7 +196,7 @@ inline std::vector<Node> fleet(int count) {
 }
 
 // The indexed fleet of `count` nodes, built once per count, on a thread of
-// its own as the server reads its inventory (server/node_loader.h), so that
+// its own as the server reads its inventory (inputs/node_loader.h), so that
 // building leaves no free chunks in the heap the requests allocate from.
 inline const Inventory& inventory(int count) {
   static std::map<int, std::unique_ptr<Inventory>> cache;

@@ -1,5 +1,5 @@
 // Reading the node inventory file: what a start (and a reload) costs.
-//   stream     server/node_loader.h: item by item, simdjson, indexed at once
+//   stream     inputs/node_loader.h: item by item, simdjson, indexed at once
 //   document   the ordinary reader: the whole file as one nlohmann::json
 //              document, then Inventory::build
 // The file is gen.py's kind of fleet (fleet.h) in `kubectl get nodes -o
@@ -16,8 +16,8 @@
 #include <string>
 
 #include "bench/micro/fleet.h"
-#include "server/input_files.h"
-#include "server/node_loader.h"
+#include "inputs/input_files.h"
+#include "inputs/node_loader.h"
 
 namespace cudagate::bench {
 namespace {

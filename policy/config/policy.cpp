@@ -7,7 +7,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -22,6 +21,8 @@
 #include "compat-db/compat_db.h"
 #include "policy/image/image_ref.h"
 #include "policy/image/requirement.h"
+#include "types/duration.h"
+#include "types/field_path.h"
 #include "types/quote.h"
 #include "types/version.h"
 
@@ -30,63 +31,6 @@ namespace {
 
 constexpr std::string_view kApiVersion = "cudagate.io/v1alpha1";
 constexpr std::string_view kKind = "Policy";
-// Go's time.ParseDuration restricted to the units a policy needs: one or
-// more <number><unit> with unit ms, s, m or h, the number possibly decimal
-// ("1.5s", "1h30m"). "0" alone is zero, as in Go.
-std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
-  if (text == "0") return std::chrono::milliseconds{0};
-  if (text.empty()) return std::nullopt;
-  // Up to 100 days in milliseconds; anything longer is a typo, not a setting.
-  constexpr double kMaxMs = 100.0 * 24 * 3600 * 1000;
-  double total = 0;
-  std::size_t i = 0;
-  while (i < text.size()) {
-    const std::size_t start = i;
-    double whole = 0;
-    int digits = 0;
-    while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
-      whole = whole * 10 + (text[i] - '0');
-      ++i;
-      if (++digits > 12) return std::nullopt;
-    }
-    double fraction = 0;
-    if (i < text.size() && text[i] == '.') {
-      ++i;
-      double scale = 0.1;
-      int fdigits = 0;
-      while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
-        fraction += (text[i] - '0') * scale;
-        scale /= 10;
-        ++i;
-        if (++fdigits > 9) return std::nullopt;
-      }
-      if (digits == 0 && fdigits == 0) return std::nullopt;
-    } else if (digits == 0) {
-      return std::nullopt;
-    }
-    if (i == start) return std::nullopt;
-    double unit_ms = 0;
-    if (text.substr(i, 2) == "ms") {
-      unit_ms = 1;
-      i += 2;
-    } else if (i < text.size() && text[i] == 's') {
-      unit_ms = 1000;
-      ++i;
-    } else if (i < text.size() && text[i] == 'm') {
-      unit_ms = 60 * 1000;
-      ++i;
-    } else if (i < text.size() && text[i] == 'h') {
-      unit_ms = 3600 * 1000;
-      ++i;
-    } else {
-      return std::nullopt;
-    }
-    total += (whole + fraction) * unit_ms;
-    if (total > kMaxMs) return std::nullopt;
-  }
-  return std::chrono::milliseconds{std::llround(total)};
-}
-
 // Reads one policy document. Each reader method returns an error naming the
 // file, the line and the field path; the first error ends the parse.
 class PolicyReader {
@@ -186,18 +130,7 @@ class PolicyReader {
   }
 
   Error fail_at_line(int line, const std::string& path, std::string message) const {
-    // Appended piece by piece: GCC 12 at -O3 warns (-Wrestrict, a false
-    // positive) on `":" + std::to_string(line)`.
-    std::string where(source_);
-    if (line > 0) {
-      where += ':';
-      where += std::to_string(line);
-    }
-    if (!path.empty()) {
-      if (!where.empty()) where += ": ";
-      where += path;
-    }
-    return Error{std::move(where), std::move(message)};
+    return Error{cudagate::place(source_, line, path), std::move(message)};
   }
 
  private:
@@ -218,10 +151,6 @@ class PolicyReader {
     return last_line_;
   }
 
-  static std::string child_path(const std::string& path, std::string_view key) {
-    return path.empty() ? std::string(key) : path + "." + std::string(key);
-  }
-
   // Calls `fn` for each field of `map`, rejecting unknown and repeated keys.
   std::optional<Error> for_each_field(const YAML::Node& map, const std::string& path,
                                       std::initializer_list<const char*> known, const FieldFn& fn) {
@@ -233,7 +162,7 @@ class PolicyReader {
       last_line_ = line_of(key_node);
       if (!key_node.IsScalar()) return fail(key_node, path, "expected a field name");
       const std::string& key = key_node.Scalar();
-      const std::string field = child_path(path, key);
+      const std::string field = field_path(path, key);
       if (std::find_if(known.begin(), known.end(), [&](const char* k) { return key == k; }) ==
           known.end()) {
         std::string expected;
@@ -321,7 +250,7 @@ class PolicyReader {
     std::vector<std::string> items;
     std::size_t index = 0;
     for (const YAML::Node& item : node) {
-      const std::string item_path = path + "[" + std::to_string(index++) + "]";
+      const std::string item_path = index_path(path, index++);
       std::string text;
       if (!item || item.IsNull() || !item.IsScalar()) {
         return fail(item, item_path, "expected a non-empty string");
@@ -355,7 +284,7 @@ class PolicyReader {
     std::vector<CatalogEntry> entries;
     std::size_t index = 0;
     for (const YAML::Node& item : node) {
-      const std::string item_path = path + "[" + std::to_string(index++) + "]";
+      const std::string item_path = index_path(path, index++);
       if (!item.IsMap()) {
         return fail(item, item_path,
                     "expected a catalog entry with match and cudaVersion, archList or requireCuda");
@@ -423,7 +352,7 @@ class PolicyReader {
     std::vector<NodePool> pools;
     std::size_t index = 0;
     for (const YAML::Node& item : node) {
-      const std::string item_path = path + "[" + std::to_string(index++) + "]";
+      const std::string item_path = index_path(path, index++);
       if (!item.IsMap()) return fail(item, item_path, "expected a node pool with name and labels");
       const int entry_line = line_of(item);
       NodePool pool;
@@ -500,7 +429,7 @@ class PolicyReader {
       last_line_ = line_of(key);
       if (!key.IsScalar() || key.Scalar().empty()) return fail(key, path, "expected a label key");
       if (!value || !value.IsScalar()) {
-        return fail(value, child_path(path, key.Scalar()), "expected a label value");
+        return fail(value, field_path(path, key.Scalar()), "expected a label value");
       }
       labels.emplace_back(key.Scalar(), value.Scalar());
     }
@@ -514,7 +443,7 @@ class PolicyReader {
     if (!node.IsSequence()) return fail(node, path, "expected a list of taints (key, effect)");
     std::size_t index = 0;
     for (const YAML::Node& item : node) {
-      const std::string item_path = path + "[" + std::to_string(index++) + "]";
+      const std::string item_path = index_path(path, index++);
       if (!item.IsMap()) return fail(item, item_path, "expected a taint with key and effect");
       Taint taint;
       auto err = for_each_field(
@@ -625,7 +554,7 @@ class PolicyReader {
         return fail(key, path, "expected a registry host name");
       }
       const std::string& host = key.Scalar();
-      const std::string field = child_path(path, host);
+      const std::string field = field_path(path, host);
       if (!value || !value.IsScalar() || value.Scalar().empty()) {
         return fail(value, field, "expected a mirror host name");
       }

@@ -637,17 +637,6 @@ Expected<std::vector<json>> parse_documents(std::string_view text, std::string_v
   return out;
 }
 
-std::string field_path(std::string_view path, std::string_view key) {
-  std::string out(path);
-  if (!out.empty()) out += '.';
-  out += key;
-  return out;
-}
-
-std::string index_path(std::string_view path, std::size_t index) {
-  return std::string(path) + "[" + std::to_string(index) + "]";
-}
-
 std::string type_error(std::string_view expected, const json& got) {
   return "expected " + std::string(expected) + ", got " + got.type_name();
 }

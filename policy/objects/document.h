@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "types/expected.h"
+#include "types/field_path.h"
 
 namespace cudagate {
 
@@ -48,8 +49,9 @@ Expected<SourceDocuments> parse_source_documents(std::string_view text, std::str
 std::vector<Expected<SourceDocument>> parse_document_stream(std::string_view text,
                                                             std::string_view source);
 
-// Helpers for reading fields with errors that name the field path.
-// `path` is the JSON path of `object` ("spec.template.spec").
+// Helpers for reading fields with errors that name the field path
+// (types/field_path.h). `path` is the JSON path of `object`
+// ("spec.template.spec").
 //
 // A member that is absent or null counts as absent: "" unless `required`,
 // when the error is "<path>.<key>: is required". A value of another type is
@@ -65,10 +67,6 @@ Expected<const nlohmann::json*> object_field(const nlohmann::json& object, std::
 Expected<const nlohmann::json*> array_field(const nlohmann::json& object, std::string_view key,
                                             std::string_view path);
 
-// "spec" + "containers" -> "spec.containers"; "" + "spec" -> "spec".
-[[nodiscard]] std::string field_path(std::string_view path, std::string_view key);
-// "spec.containers" + 2 -> "spec.containers[2]".
-[[nodiscard]] std::string index_path(std::string_view path, std::size_t index);
 // "expected a string, got number": the JSON type names used in errors.
 [[nodiscard]] std::string type_error(std::string_view expected, const nlohmann::json& got);
 

@@ -2,7 +2,7 @@
 // The one mapping from a Kubernetes Node object to a Node (node.h), written
 // over policy/objects/json_view.h like workload_reader.h: node.cpp reads node lists
 // through nlohmann::json with it, and the server's streaming loader
-// (server/node_loader.h) reads large JSON node lists through simdjson with
+// (inputs/node_loader.h) reads large JSON node lists through simdjson with
 // the same rules and errors.
 //
 // read_node_into() reuses the Node it is given (its strings keep their

@@ -18,9 +18,7 @@ WorkloadStream read_workload_stream(std::string_view text, std::string_view sour
       out.broken.push_back(doc.error());
       continue;
     }
-    std::string place(source);
-    if (doc->line > 0) place += ":" + std::to_string(doc->line);
-    read_workload_document(NlohmannView(doc->value), place, out);
+    read_workload_document(NlohmannView(doc->value), place(source, doc->line, ""), out);
   }
   return out;
 }

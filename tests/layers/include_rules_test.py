@@ -41,6 +41,7 @@ ROOMS = {
 PROJECT = {
     "types": set(),
     "compat-db": {"types"},
+    # What CUDA code a file holds: ELF sections, fatbins, cubins.
     "policy": {"types", "compat-db"},
     "admission": {"types", "compat-db", "policy"},
     "report": {"types", "compat-db", "policy"},
@@ -48,9 +49,12 @@ PROJECT = {
     "https": {"types"},
     "kube": {"types", "compat-db", "policy", "https"},
     "registry": {"types", "compat-db", "policy", "https"},
-    "server": {"types", "compat-db", "policy", "admission", "report", "https", "kube", "registry"},
+    # The files cudagate is given, read for the server and the commands alike.
+    "inputs": {"types", "compat-db", "policy", "admission"},
+    "server": {"types", "compat-db", "policy", "admission", "report", "https", "kube", "registry",
+               "inputs"},
     "cli": {"types", "compat-db", "policy", "admission", "report", "https", "kube", "registry",
-            "server"},
+            "inputs", "server"},
 }
 
 # Libraries each layer may include; the same as its CMake target links.
@@ -63,6 +67,7 @@ LIBRARIES = {
     "https": {"boost", "openssl", "posix"},
     "kube": {"nlohmann_json", "yaml-cpp", "boost", "openssl", "spdlog", "posix"},
     "registry": {"nlohmann_json", "boost", "openssl", "spdlog", "posix"},
+    "inputs": {"nlohmann_json", "simdjson", "simd", "spdlog", "posix"},
     "server": {"nlohmann_json", "simdjson", "simd", "boost", "openssl", "spdlog", "posix"},
     "cli": {"nlohmann_json", "simdjson", "simd", "boost", "openssl", "spdlog", "posix", "CLI11",
             "yaml-cpp"},

@@ -1,6 +1,5 @@
 // Node pools: Karpenter NodePools and policy pools read, the nodes that stand
-// for their next node, Karpenter's rule for whether a pod fits a pool, and
-// pools as candidates of the inventory.
+// for their next node, and Karpenter's rule for whether a pod fits a pool.
 #include "policy/objects/node_pool.h"
 
 #include <gtest/gtest.h>
@@ -13,59 +12,17 @@
 
 #include "policy/config/policy.h"
 #include "policy/inventory/inventory.h"
-#include "policy/inventory/inventory_pools.h"
 #include "policy/objects/document.h"
 #include "tests/support/embedded_compat_db.h"
+#include "tests/support/karpenter_pool.h"
 
 namespace cudagate {
 namespace {
 
-using nlohmann::json;
 using test_support::db;
 
-json node_pool_json(const std::string& yaml) {
-  auto docs = parse_documents(yaml, "nodepool.yaml");
-  EXPECT_TRUE(docs) << (docs ? "" : docs.error().str());
-  return docs->front();
-}
-
-// A GPU NodePool of Karpenter's AWS provider, as its documentation writes one.
-constexpr const char* kGpuPool = R"(apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata:
-  name: gpu
-  annotations:
-    cudagate.io/driver-version: "570.124.06"
-spec:
-  template:
-    metadata:
-      labels:
-        team: ml
-    spec:
-      requirements:
-        - key: karpenter.k8s.aws/instance-gpu-name
-          operator: In
-          values: ["t4", "a100"]
-        - key: karpenter.sh/capacity-type
-          operator: In
-          values: ["on-demand"]
-        - key: topology.kubernetes.io/zone
-          operator: In
-          values: ["us-east-1a", "us-east-1b"]
-      taints:
-        - key: nvidia.com/gpu
-          value: "true"
-          effect: NoSchedule
-      nodeClassRef:
-        group: karpenter.k8s.aws
-        kind: EC2NodeClass
-        name: default
-)";
-
 NodePool gpu_pool() {
-  auto pool = node_pool_from_json(node_pool_json(kGpuPool), "nodepool.yaml");
-  EXPECT_TRUE(pool) << (pool ? "" : pool.error().str());
-  return *pool;
+  return test_support::karpenter_gpu_pool();
 }
 
 std::vector<Node> nodes_of(const NodePool& pool) {
@@ -120,7 +77,7 @@ TEST(NodePool, ErrorsNameTheField) {
        "nodepool.yaml: metadata.name"},
   };
   for (const Case& c : cases) {
-    auto pool = node_pool_from_json(node_pool_json(c.yaml), "nodepool.yaml");
+    auto pool = node_pool_from_json(test_support::node_pool_json(c.yaml), "nodepool.yaml");
     ASSERT_FALSE(pool) << c.yaml;
     EXPECT_EQ(pool.error().where, c.where) << pool.error().str();
   }
@@ -296,100 +253,9 @@ TEST(NodePool, AdmitsUpToItsGpusPerNode) {
   EXPECT_EQ(f.cc->str(), "7.5");
 }
 
-Inventory fleet_with_pool() {
-  Node old;
-  old.name = "gpu-node-1";
-  old.labels = {{"karpenter.sh/nodepool", "gpu"}, {"nvidia.com/cuda.driver.major", "535"}};
-  old.allocatable = {{"nvidia.com/gpu", 1}};
-  std::vector<Node> nodes = {old};
-  for (Node& n : nodes_of(gpu_pool())) nodes.push_back(std::move(n));
-  return Inventory::build(nodes, db());
-}
-
-std::set<std::string> node_names(const Inventory& inv, const NodeSet& set) {
-  std::set<std::string> out;
-  set.for_each([&](std::size_t i) {
-    out.insert(inv.node_name(i));
-    return true;
-  });
-  return out;
-}
-
-PodSpec gpu_pod(std::vector<std::pair<std::string, std::string>> selector = {}) {
-  PodSpec spec = pod(std::move(selector));
-  ContainerSpec c;
-  c.name = "train";
-  c.resources = {{"nvidia.com/gpu", 1}};
-  spec.containers.push_back(c);
-  return spec;
-}
-
-TEST(NodePool, PoolsAreCandidatesBesideNodes) {
-  const Inventory inv = fleet_with_pool();
-  EXPECT_EQ(inv.pool_nodes(), 2U);
-  EXPECT_EQ(node_names(inv, inv.candidates(gpu_pod())),
-            (std::set<std::string>{"gpu-node-1", "NodePool gpu (a100, 0 nodes now)",
-                                   "NodePool gpu (t4, 0 nodes now)"}));
-  // A zone no node carries yet: only the pools can launch one there.
-  EXPECT_EQ(
-      node_names(inv, inv.candidates(gpu_pod({{"topology.kubernetes.io/zone", "us-east-1a"}}))),
-      (std::set<std::string>{"NodePool gpu (a100, 0 nodes now)",
-                             "NodePool gpu (t4, 0 nodes now)"}));
-  EXPECT_EQ(node_names(inv, inv.candidates(gpu_pod({{"nvidia.com/cuda.driver.major", "535"}}))),
-            (std::set<std::string>{"gpu-node-1"}));
-  // Devices from resource claims: a node that does not exist publishes none.
-  const std::vector<std::pair<std::string, std::int64_t>> devices = {{"gpu.nvidia.com", 1}};
-  EXPECT_EQ(node_names(inv, inv.candidates(gpu_pod(), AddedRequests{devices, 0})),
-            (std::set<std::string>{}));
-}
-
-TEST(NodePool, PatchesKeepPoolsFound) {
-  const Inventory inv = fleet_with_pool();
-  Node joined;
-  joined.name = "gpu-node-2";
-  joined.labels = {{"nvidia.com/gpu.compute.major", "9"}, {"nvidia.com/gpu.compute.minor", "0"}};
-  joined.allocatable = {{"nvidia.com/gpu", 8}};
-  const Inventory next =
-      inv.patched({{joined.name, &joined}, {"NodePool gpu (t4, 0 nodes now)", nullptr}}, db());
-  EXPECT_EQ(next.pool_nodes(), 1U);
-  EXPECT_EQ(
-      node_names(next, next.candidates(gpu_pod({{"topology.kubernetes.io/zone", "us-east-1a"}}))),
-      (std::set<std::string>{"NodePool gpu (a100, 0 nodes now)"}));
-}
-
-TEST(NodePool, PoolsJoinTheInventory) {
-  auto base = std::make_shared<const Inventory>(fleet_with_pool());
-  NodePool gke;
-  gke.source = NodePool::Source::policy;
-  gke.name = "gke-t4";
-  gke.labels = {{"cloud.google.com/gke-nodepool", "gpu-t4"}};
-  gke.product = "Tesla-T4";
-  EXPECT_EQ(with_pools(base, {}, db()), base);
-  const auto with = with_pools(base, {gke}, db());
-  EXPECT_EQ(with->pool_nodes(), 3U);  // the NodePool's two stay
-  ASSERT_TRUE(with->index_of("node pool gke-t4 (0 nodes now)"));
-  EXPECT_EQ(base->pool_nodes(), 2U);
-  // Named with the nodes that are the pool's now: those with all its labels.
-  Node member;
-  member.name = "gke-node-1";
-  member.labels = {{"cloud.google.com/gke-nodepool", "gpu-t4"}};
-  const auto grown = std::make_shared<const Inventory>(
-      base->patched({{member.name, &member}, {"gpu-node-1", nullptr}}, db()));
-  EXPECT_TRUE(with_pools(grown, {gke}, db())->index_of("node pool gke-t4 (1 node now)"));
-  EXPECT_EQ(pool_member_count(gke, *grown), 1U);
-  // A NodePool's: those its karpenter.sh/nodepool label names, pool nodes aside.
-  EXPECT_EQ(pool_member_count(gpu_pool(), *base), 1U);
-  EXPECT_EQ(pool_member_count(gpu_pool(), *grown), 0U);
-  // A pool that launches no GPU node adds nothing.
-  NodePool cpu;
-  cpu.name = "general";
-  cpu.labels = {{"workload", "web"}};
-  EXPECT_EQ(with_pools(base, {cpu}, db()), base);
-}
-
 TEST(NodePool, NodeListsCarryNodePools) {
-  const std::string text =
-      std::string(kGpuPool) + "---\napiVersion: v1\nkind: Node\nmetadata: {name: cpu-1}\n";
+  const std::string text = std::string(test_support::kKarpenterGpuPool) +
+                           "---\napiVersion: v1\nkind: Node\nmetadata: {name: cpu-1}\n";
   auto nodes = parse_nodes(text, "fleet.yaml", &db());
   ASSERT_TRUE(nodes) << nodes.error().str();
   ASSERT_EQ(nodes->size(), 3U);

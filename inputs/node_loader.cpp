@@ -1,6 +1,6 @@
 // Reading a large JSON node list item by item with simdjson while a second thread indexes the
 // nodes, so that --nodes loads fast and the whole list is never held in memory.
-#include "server/node_loader.h"
+#include "inputs/node_loader.h"
 
 #include <simdjson.h>
 
@@ -23,9 +23,9 @@
 #include <vector>
 
 #include "admission/simd_json_view.h"
+#include "inputs/input_files.h"
 #include "policy/objects/node.h"
 #include "policy/objects/node_reader.h"
-#include "server/input_files.h"
 
 namespace cudagate {
 namespace {

@@ -1,6 +1,6 @@
 // Reading input files with POSIX calls, so that a read error is reported
 // with its errno text and stdin is read the same way as a file.
-#include "server/input_files.h"
+#include "inputs/input_files.h"
 
 #include <fcntl.h>
 #include <spdlog/spdlog.h>

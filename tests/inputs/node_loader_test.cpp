@@ -2,7 +2,7 @@
 // inventory for every list it takes, and for everything else it declines,
 // so that load_inventory() gives exactly load_inventory_file()'s result
 // or error.
-#include "server/node_loader.h"
+#include "inputs/node_loader.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "server/input_files.h"
+#include "inputs/input_files.h"
 #include "tests/support/fixtures.h"
 
 namespace cudagate {

@@ -1,5 +1,5 @@
 // Reading input files: whole, from a path or stdin, with errors that name the file.
-#include "server/input_files.h"
+#include "inputs/input_files.h"
 
 #include <gtest/gtest.h>
 
