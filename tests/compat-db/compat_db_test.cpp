@@ -1,5 +1,7 @@
-// The compatibility matrix: the embedded data's consistency, every lookup, and the loader's
-// merging of files and refusal of bad input with errors naming the place.
+// The compatibility matrix's lookups, on the embedded data: drivers, CUDA releases, compiler
+// targets, products by name and label, instance types, named architectures, images, and how
+// far the matrix reaches; and the embedded tables' references, as the lookups resolve them.
+// Loading is tested in compat_db_load_test.cpp.
 #include "compat-db/compat_db.h"
 
 #include <gmock/gmock.h>
@@ -8,11 +10,16 @@
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "tests/support/compat_db_files.h"
 
 namespace cudagate {
 namespace {
 
+using test_support::capability_strs;
+using test_support::product_names;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -32,59 +39,7 @@ CudaVersion cuda(const char* text) {
   return *CudaVersion::parse(text);
 }
 
-// --- The embedded matrix ----------------------------------------------------
-
-TEST(EmbeddedCompatDb, LoadsWithEverySectionFilled) {
-  auto loaded = load_compat_db(embedded_compat_db_files());
-  ASSERT_TRUE(loaded) << loaded.error().str();
-  EXPECT_FALSE(loaded->cuda_releases.empty());
-  EXPECT_FALSE(loaded->minor_version_compat.empty());
-  EXPECT_FALSE(loaded->driver_branches.empty());
-  EXPECT_FALSE(loaded->cuda_targets.empty());
-  EXPECT_FALSE(loaded->products.empty());
-  EXPECT_FALSE(loaded->cloud_accelerators.empty());
-  EXPECT_FALSE(loaded->architectures.empty());
-  EXPECT_FALSE(loaded->tegra.empty());
-  EXPECT_FALSE(loaded->cuda_images.empty());
-  EXPECT_FALSE(loaded->ngc_releases.empty());
-  EXPECT_FALSE(loaded->image_rules.empty());
-  EXPECT_EQ(loaded->revision.size(), 16U);
-  EXPECT_EQ(loaded->revision.find_first_not_of("0123456789abcdef"), std::string::npos);
-}
-
-TEST(EmbeddedCompatDb, EveryEntryNamesItsSource) {
-  const CompatDb& db = embedded();
-  const auto sourced = [](const auto& entries) {
-    return std::all_of(entries.begin(), entries.end(),
-                       [](const auto& e) { return !e.source.empty(); });
-  };
-  EXPECT_TRUE(sourced(db.cuda_releases));
-  EXPECT_TRUE(sourced(db.minor_version_compat));
-  EXPECT_TRUE(sourced(db.driver_branches));
-  EXPECT_TRUE(sourced(db.cuda_targets));
-  EXPECT_TRUE(sourced(db.products));
-  EXPECT_TRUE(sourced(db.cloud_accelerators));
-  EXPECT_TRUE(sourced(db.architectures));
-  EXPECT_TRUE(sourced(db.tegra));
-  EXPECT_TRUE(sourced(db.cuda_images));
-  EXPECT_TRUE(sourced(db.ngc_releases));
-  EXPECT_TRUE(sourced(db.image_rules));
-}
-
-TEST(EmbeddedCompatDb, SortedAsDocumented) {
-  const CompatDb& db = embedded();
-  EXPECT_TRUE(std::is_sorted(db.cuda_releases.begin(), db.cuda_releases.end(),
-                             [](const CudaRelease& a, const CudaRelease& b) {
-                               return a.cuda < b.cuda ||
-                                      (a.cuda == b.cuda && a.cuda.update() < b.cuda.update());
-                             }));
-  EXPECT_TRUE(std::is_sorted(
-      db.driver_branches.begin(), db.driver_branches.end(),
-      [](const DriverBranch& a, const DriverBranch& b) { return a.branch < b.branch; }));
-  EXPECT_TRUE(
-      std::is_sorted(db.cuda_targets.begin(), db.cuda_targets.end(),
-                     [](const CudaTargets& a, const CudaTargets& b) { return a.since < b.since; }));
-}
+// --- The embedded matrix, through its lookups ----------------------------------
 
 // The release table and the branch table come from different pages; each
 // release's minimum driver must belong to the branch that reports its CUDA.
@@ -189,20 +144,15 @@ TEST(CompatDbLookup, MinorCompatFloor) {
   EXPECT_EQ(embedded().minor_compat_for(10), nullptr);
 }
 
-std::vector<std::string> strs(const std::vector<ComputeCapability>& ccs) {
-  std::vector<std::string> out;
-  for (const auto& cc : ccs) out.push_back(cc.str());
-  return out;
-}
-
 TEST(CompatDbLookup, TargetsForCuda) {
   const CudaTargets* t124 = embedded().targets_for(cuda("12.4"));
   ASSERT_NE(t124, nullptr);
   EXPECT_EQ(t124->since.str(), "12.0");
-  EXPECT_EQ(strs(t124->all),
+  EXPECT_EQ(capability_strs(t124->all),
             (std::vector<std::string>{"5.0", "5.2", "5.3", "6.0", "6.1", "6.2", "7.0", "7.2", "7.5",
                                       "8.0", "8.6", "8.7", "8.9", "9.0"}));
-  EXPECT_EQ(strs(t124->all_major), (std::vector<std::string>{"5.0", "6.0", "7.0", "8.0", "9.0"}));
+  EXPECT_EQ(capability_strs(t124->all_major),
+            (std::vector<std::string>{"5.0", "6.0", "7.0", "8.0", "9.0"}));
 
   const CudaTargets* t129 = embedded().targets_for(cuda("12.9"));
   ASSERT_NE(t129, nullptr);
@@ -389,12 +339,6 @@ TEST(CompatDbLookup, InstanceType) {
   EXPECT_EQ(embedded().instance_type("p4de.24xlarge")->product, "NVIDIA-A100-SXM4-80GB");
 }
 
-std::vector<std::string> names(const std::vector<const Product*>& products) {
-  std::vector<std::string> out;
-  for (const Product* product : products) out.push_back(product->name);
-  return out;
-}
-
 TEST(CompatDbLookup, ProductsByInstanceLabel) {
   const std::string aws = "karpenter.k8s.aws/instance-gpu-name";
   const std::string azure = "karpenter.azure.com/sku-gpu-name";
@@ -424,7 +368,8 @@ TEST(CompatDbLookup, ProductsByInstanceLabel) {
       {aws, "", Names{}},
   };
   for (const Row& row : rows) {
-    EXPECT_EQ(names(embedded().products_by_instance_label(row.label, row.value)), row.products)
+    EXPECT_EQ(product_names(embedded().products_by_instance_label(row.label, row.value)),
+              row.products)
         << row.label << "=" << row.value;
   }
 }
@@ -482,7 +427,7 @@ TEST(CompatDbLookup, SpecialTargetsPerRelease) {
   // (select_compute_arch.cmake), f targets from CUDA 12.9 (NVIDIA's CUDA 12.9
   // family-specific blog), sm_101 renamed sm_110 in CUDA 13.0.
   EXPECT_TRUE(embedded().targets_for(cuda("11.8"))->arch_specific.empty());
-  EXPECT_EQ(strs(embedded().targets_for(cuda("12.4"))->arch_specific),
+  EXPECT_EQ(capability_strs(embedded().targets_for(cuda("12.4"))->arch_specific),
             (std::vector<std::string>{"9.0"}));
   EXPECT_TRUE(embedded().targets_for(cuda("12.8"))->family_specific.empty());
   const CudaTargets* t129 = embedded().targets_for(cuda("12.9"));
@@ -624,465 +569,6 @@ TEST(CompatDbLookup, DescribesItselfWithRevisionAndDate) {
   EXPECT_EQ(newest[1],
             std::make_pair(std::string("driver branch"), std::string("620 (CUDA 13.5)")));
   EXPECT_EQ(newest[2], std::make_pair(std::string("compute capability"), std::string("12.1")));
-}
-
-// --- Loading: a small valid matrix and what breaks it -------------------------
-
-// One section a line, so that errors at a line are easy to place.
-constexpr std::string_view kValid = R"({"schemaVersion": 1,
-"cudaReleases": [{"version": "12.4.1", "label": "12.4 Update 1", "minDriver": "550.54.15", "source": "s"}, {"version": "12.4", "label": "12.4 GA", "minDriver": "550.54.14", "source": "s"}],
-"minorVersionCompat": [{"cudaMajor": 12, "minDriver": "525.60.13", "source": "s"}],
-"driverBranches": [{"branch": 550, "cuda": "12.4", "source": "s"}, {"branch": 535, "cuda": "12.2", "designation": "LTSB", "source": "s"}],
-"cudaTargets": [{"since": "12.0", "all": ["8.0", "9.0"], "allMajor": ["8.0", "9.0"], "archSpecific": ["9.0"], "source": "s"}],
-"products": [{"name": "T4", "aliases": ["Tesla T4"], "gfdNames": ["Tesla-T4"], "computeCapability": "7.5", "family": "turing", "brand": "unknown", "datacenter": true, "source": "s"}],
-"cloudAccelerators": [{"label": "cloud.google.com/gke-accelerator", "value": "nvidia-tesla-t4", "product": "T4", "source": "s"}],
-"architectures": [{"name": "Turing", "archList": "7.5+PTX", "source": "s"}, {"name": "Hopper", "archList": "9.0", "cudaBefore": "12.0", "source": "s"}, {"name": "Hopper", "archList": "9.0+PTX", "cudaSince": "12.0", "source": "s"}],
-"tegraCapabilities": [{"computeCapability": "8.7", "devices": "Jetson AGX Orin", "source": "s"}],
-"cudaImages": [{"cudaVersion": "12.4.1", "requireCuda": "cuda>=12.4 brand=tesla,driver>=470,driver<471", "source": "s"}],
-"ngcReleases": [{"release": "24.01", "cudaVersion": "12.3.2", "minDriver": "545", "forwardCompat": ["470.57"], "minComputeCapability": "6.0", "source": "s"}],
-"imageRules": [{"repositories": ["*"], "kind": "cuda-tag", "source": "s"}]}
-)";
-
-// `base` with its first `from` replaced by `to`.
-std::string replaced_in(std::string_view base, std::string_view from, std::string_view to) {
-  std::string text(base);
-  const auto at = text.find(from);
-  if (at == std::string::npos) {
-    ADD_FAILURE() << "the test text has no " << from;
-    return text;
-  }
-  text.replace(at, from.size(), to);
-  return text;
-}
-
-std::string replaced(std::string_view from, std::string_view to) {
-  return replaced_in(kValid, from, to);
-}
-
-Expected<CompatDb> load_one(const std::string& text) {
-  return load_compat_db({CompatDbFile{"test.json", text}});
-}
-
-TEST(LoadCompatDb, SmallMatrixLoadsSorted) {
-  auto db = load_one(std::string(kValid));
-  ASSERT_TRUE(db) << db.error().str();
-  ASSERT_EQ(db->cuda_releases.size(), 2U);
-  EXPECT_EQ(db->cuda_releases[0].version, "12.4");  // GA before its update
-  EXPECT_EQ(db->cuda_releases[0].label, "12.4 GA");
-  EXPECT_EQ(db->cuda_releases[1].cuda.str(), "12.4");
-  ASSERT_EQ(db->driver_branches.size(), 2U);
-  EXPECT_EQ(db->driver_branches[0].branch, 535);
-  EXPECT_EQ(db->driver_branches[0].designation, "LTSB");
-  EXPECT_EQ(db->driver_branches[1].designation, "");
-  EXPECT_EQ(db->products[0].gfd_prefixes.size(), 0U);
-  EXPECT_TRUE(db->products[0].datacenter);
-  EXPECT_EQ(db->ngc_releases[0].min_driver->str(), "545.0");  // a bare branch
-  EXPECT_EQ(db->min_driver_for(CudaVersion(12, 4))->str(), "550.54.14");
-  EXPECT_EQ(strs(db->cuda_targets[0].arch_specific), (std::vector<std::string>{"9.0"}));
-  EXPECT_TRUE(db->cuda_targets[0].family_specific.empty());
-  EXPECT_EQ(db->architecture("Hopper", CudaVersion(11, 8))->arch_list, "9.0");
-  EXPECT_EQ(db->architecture("Hopper", CudaVersion(12, 4))->arch_list, "9.0+PTX");
-  EXPECT_EQ(db->architecture("Hopper")->arch_list, "9.0+PTX");
-  EXPECT_TRUE(db->is_tegra(ComputeCapability(8, 7)));
-}
-
-TEST(LoadCompatDb, RevisionFollowsContent) {
-  auto a = load_one(std::string(kValid));
-  auto b = load_one(std::string(kValid));
-  auto c = load_one(replaced("\"source\": \"s\"}]}", "\"source\": \"t\"}]}"));
-  ASSERT_TRUE(a && b && c);
-  EXPECT_EQ(a->revision, b->revision);
-  EXPECT_NE(a->revision, c->revision);
-}
-
-TEST(LoadCompatDb, SectionsMergeAcrossFiles) {
-  const std::string text(kValid);
-  // Move imageRules into a second file.
-  const auto at = text.find(",\n\"imageRules\"");
-  const std::string first = text.substr(0, at) + "}";
-  const std::string second = "{\"schemaVersion\": 1" + text.substr(at);
-  auto db = load_compat_db({{"a.json", first}, {"b.json", second}});
-  ASSERT_TRUE(db) << db.error().str();
-  EXPECT_EQ(db->image_rules.size(), 1U);
-}
-
-struct BadRow {
-  const char* name;
-  std::string text;
-  std::string error;  // the whole Error::str()
-};
-
-TEST(LoadCompatDb, RefusesBadInputNamingThePlace) {
-  const std::vector<BadRow> rows = {
-      {"json syntax", replaced("\"cudaMajor\": 12,", "\"cudaMajor\": 12,,"),
-       "test.json:3:41: invalid JSON: syntax error while parsing object key - unexpected ','; "
-       "expected string literal"},
-      {"json cut short", std::string(kValid.substr(0, 30)),
-       "test.json:2:10: invalid JSON: syntax error while parsing object key - invalid string: "
-       "missing closing quote; last read: '\"cudaRele'; expected string literal"},
-      {"not an object", "[1, 2]",
-       "test.json: expected a JSON object {\"schemaVersion\": 1, <sections>}, got an array"},
-      {"duplicate key",
-       replaced("\"label\": \"12.4 GA\"", "\"label\": \"12.4 GA\", \"label\": \"x\""),
-       "test.json: the key \"label\" appears twice in one object; each key may appear once"},
-      {"too deep", std::string(40, '[') + std::string(40, ']'),
-       "test.json:1:33: nested deeper than 32 levels"},
-      {"schema version missing", replaced("\"schemaVersion\": 1,", ""),
-       "test.json: schemaVersion: required field is missing"},
-      {"schema version", replaced("\"schemaVersion\": 1", "\"schemaVersion\": 2"),
-       "test.json: schemaVersion: expected schema version 1, got 2"},
-      {"schema version type", replaced("\"schemaVersion\": 1", "\"schemaVersion\": \"1\""),
-       "test.json: schemaVersion: expected schema version 1, got the string \"1\""},
-      {"missing section",
-       replaced(",\n\"imageRules\": [{\"repositories\": [\"*\"], \"kind\": "
-                "\"cuda-tag\", \"source\": \"s\"}]",
-                ""),
-       "test.json: missing section \"imageRules\"; every compat-db section must be given by one "
-       "of the files"},
-      {"unknown section", replaced("\"imageRules\"", "\"imageRule\""),
-       "test.json: imageRule: unknown section (expected asOf or one of: cudaReleases, "
-       "minorVersionCompat, driverBranches, cudaTargets, lastDriverBranches, products, "
-       "cloudAccelerators, architectures, tegraCapabilities, cudaImages, ngcReleases, "
-       "imageRules, torchBuilds, instanceTypes, instanceGpuLabels)"},
-      {"entry not an object", replaced("\"architectures\": [{", "\"architectures\": [7, {"),
-       "test.json: architectures[0]: expected an object, got a number"},
-      {"unknown field",
-       replaced("\"label\": \"12.4 GA\"", "\"label\": \"12.4 GA\", \"lable\": \"x\""),
-       "test.json: cudaReleases[1].lable: unknown field (this entry has: version, label, "
-       "minDriver, source)"},
-      {"missing field", replaced("\"label\": \"12.4 GA\", ", ""),
-       "test.json: cudaReleases[1].label: required field is missing"},
-      {"bad driver version", replaced("\"minDriver\": \"550.54.14\"", "\"minDriver\": \"x\""),
-       "test.json: cudaReleases[1].minDriver: expected a driver version like 535.129.03 or a "
-       "branch like 535, got \"x\""},
-      {"driver version of the wrong type",
-       replaced("\"minDriver\": \"550.54.14\"", "\"minDriver\": 550"),
-       "test.json: cudaReleases[1].minDriver: expected a driver version like 535.129.03 or a "
-       "branch like 535, got a number"},
-      {"bad CUDA version", replaced("\"cuda\": \"12.4\"", "\"cuda\": \"12.x\""),
-       "test.json: driverBranches[0].cuda: expected a CUDA version like 12.4 or 12.4.1, got "
-       "\"12.x\""},
-      {"CUDA version without minor", replaced("\"version\": \"12.4\"", "\"version\": \"12\""),
-       "test.json: cudaReleases[1].version: expected a CUDA version with a minor part like 12.4 "
-       "or 12.4.1, got \"12\""},
-      {"bad compute capability",
-       replaced("\"computeCapability\": \"7.5\"", "\"computeCapability\": \"sm_75\""),
-       "test.json: products[0].computeCapability: expected a compute capability like 8.0 or 9.0, "
-       "got \"sm_75\""},
-      {"bad capability in a list", replaced("\"all\": [\"8.0\", \"9.0\"]", "\"all\": [\"8.0\", 9]"),
-       "test.json: cudaTargets[0].all[1]: expected a compute capability like 8.0 or 9.0, got a "
-       "number"},
-      {"number as string", replaced("\"cudaMajor\": 12", "\"cudaMajor\": \"12\""),
-       "test.json: minorVersionCompat[0].cudaMajor: expected a whole number, got the string "
-       "\"12\""},
-      {"negative number", replaced("\"cudaMajor\": 12", "\"cudaMajor\": -1"),
-       "test.json: minorVersionCompat[0].cudaMajor: expected a whole number from 1 to 99999, got "
-       "-1"},
-      {"fractional number", replaced("\"branch\": 550", "\"branch\": 550.5"),
-       "test.json: driverBranches[0].branch: expected a whole number, got a number"},
-      {"boolean as string", replaced("\"datacenter\": true", "\"datacenter\": \"yes\""),
-       "test.json: products[0].datacenter: expected true or false, got the string \"yes\""},
-      {"empty string", replaced("\"family\": \"turing\"", "\"family\": \"\""),
-       "test.json: products[0].family: expected a non-empty string, got the string \"\""},
-      {"list of the wrong type",
-       replaced("\"aliases\": [\"Tesla T4\"]", "\"aliases\": \"Tesla T4\""),
-       "test.json: products[0].aliases: expected an array, got the string \"Tesla T4\""},
-      {"empty required list", replaced("\"repositories\": [\"*\"]", "\"repositories\": []"),
-       "test.json: imageRules[0].repositories: expected a non-empty array, got an empty one"},
-      {"dangling product", replaced("\"product\": \"T4\"", "\"product\": \"T5\""),
-       "test.json: cloudAccelerators[0].product: no product is named \"T5\" (use a "
-       "products[].name)"},
-      {"alias clash",
-       replaced("\"aliases\": [\"Tesla T4\"]", "\"aliases\": [\"Tesla T4\", \"t4\"]"),
-       "test.json: products[0].aliases[1]: \"t4\" is already used by products[0].name (compared "
-       "ignoring case)"},
-      {"duplicate release", replaced("\"version\": \"12.4\"", "\"version\": \"12.4.1\""),
-       "test.json: cudaReleases[1].version: repeats cudaReleases[0]; each entry must be unique"},
-      {"duplicate branch", replaced("\"branch\": 535", "\"branch\": 550"),
-       "test.json: driverBranches[1].branch: repeats driverBranches[0]; each entry must be unique"},
-      {"branch reports an older CUDA", replaced("\"branch\": 535", "\"branch\": 555"),
-       "test.json: driverBranches[1].cuda: branch 555 reports CUDA 12.2, older than branch 550's "
-       "CUDA 12.4"},
-      {"designation", replaced("\"designation\": \"LTSB\"", "\"designation\": \"LTS\""),
-       "test.json: driverBranches[1].designation: expected one of LTSB, PB, NFB, developer (or "
-       "leave it out), got \"LTS\""},
-      {"end of life", replaced("\"designation\": \"LTSB\"", "\"endOfLife\": \"June 2026\""),
-       "test.json: driverBranches[1].endOfLife: expected a month like 2026-06, got \"June "
-       "2026\""},
-      {"date", replaced("\"schemaVersion\": 1", "\"schemaVersion\": 1, \"asOf\": \"2026-13-01\""),
-       "test.json: asOf: expected the date the data was checked, like 2026-12-04, got the string "
-       "\"2026-13-01\""},
-      {"all-major outside all",
-       replaced("\"allMajor\": [\"8.0\", \"9.0\"]", "\"allMajor\": [\"7.0\"]"),
-       "test.json: cudaTargets[0].allMajor[0]: 7.0 is not in \"all\"; all-major is a subset of "
-       "all"},
-      {"capabilities out of order",
-       replaced("\"all\": [\"8.0\", \"9.0\"]", "\"all\": [\"9.0\", \"8.0\"]"),
-       "test.json: cudaTargets[0].all[1]: expected capabilities in ascending order without "
-       "repeats, got 8.0 after 9.0"},
-      {"brand case", replaced("\"brand\": \"unknown\"", "\"brand\": \"Tesla\""),
-       "test.json: products[0].brand: expected the brand in lower case as NVIDIA_REQUIRE_* "
-       "compares it, got \"Tesla\""},
-      {"arch list", replaced("\"archList\": \"7.5+PTX\"", "\"archList\": \"7.5+ptx\""),
-       "test.json: architectures[0].archList: expected entries like 8.0, 9.0a or 8.6+PTX joined "
-       "by ';', got \"7.5+ptx\""},
-      {"arch list entry", replaced("\"archList\": \"7.5+PTX\"", "\"archList\": \"7.5;;8.0\""),
-       "test.json: architectures[0].archList: expected entries like 8.0, 9.0a or 8.6+PTX joined "
-       "by ';', got \"7.5;;8.0\""},
-      {"requirement of another image",
-       replaced("\"requireCuda\": \"cuda>=12.4", "\"requireCuda\": \"cuda>=12.3"),
-       "test.json: cudaImages[0].requireCuda: expected the requirement to start with "
-       "\"cuda>=12.4\" for CUDA 12.4.1, got \"cuda>=12.3\""},
-      {"release name", replaced("\"release\": \"24.01\"", "\"release\": \"24.13\""),
-       "test.json: ngcReleases[0].release: expected a release like 24.01 (YY.MM), got \"24.13\""},
-      {"release driver", replaced("\"minDriver\": \"545\"", "\"minDriver\": \"545.x\""),
-       "test.json: ngcReleases[0].minDriver: expected a driver version like 535.129.03 or a "
-       "branch like 535, got \"545.x\""},
-      {"forward-compatible driver",
-       replaced("\"forwardCompat\": [\"470.57\"]", "\"forwardCompat\": [\"470\"]"),
-       "test.json: ngcReleases[0].forwardCompat[0]: expected a driver version like 535.129.03 or "
-       "570.26, got \"470\""},
-      {"a target outside all",
-       replaced("\"archSpecific\": [\"9.0\"]", "\"archSpecific\": [\"8.0\", \"8.6\"]"),
-       "test.json: cudaTargets[0].archSpecific[1]: 8.6 is not in \"all\"; an "
-       "architecture-specific target is a subset of all"},
-      {"f targets out of order",
-       replaced("\"archSpecific\": [\"9.0\"]", "\"familySpecific\": [\"9.0\", \"8.0\"]"),
-       "test.json: cudaTargets[0].familySpecific[1]: expected capabilities in ascending order "
-       "without repeats, got 8.0 after 9.0"},
-      {"empty CUDA range",
-       replaced("\"cudaBefore\": \"12.0\"", "\"cudaSince\": \"12.0\", \"cudaBefore\": \"12.0\""),
-       "test.json: architectures[1].cudaBefore: expected a CUDA release after cudaSince 12.0, got "
-       "12.0"},
-      {"overlapping meanings", replaced("\"cudaSince\": \"12.0\"", "\"cudaSince\": \"11.8\""),
-       "test.json: architectures[2].name: repeats architectures[1] for the same CUDA releases; "
-       "entries of one name need cudaSince/cudaBefore ranges that do not overlap"},
-      {"a name twice without ranges",
-       replaced("\"name\": \"Hopper\", \"archList\": \"9.0\", \"cudaBefore\": \"12.0\"",
-                "\"name\": \"Turing\", \"archList\": \"7.5\""),
-       "test.json: architectures[1].name: repeats architectures[0] for the same CUDA releases; "
-       "entries of one name need cudaSince/cudaBefore ranges that do not overlap"},
-      {"a name spelt two ways",
-       replaced("\"name\": \"Hopper\", \"archList\": \"9.0+PTX\"",
-                "\"name\": \"HOPPER\", \"archList\": \"9.0+PTX\""),
-       "test.json: architectures[2].name: \"HOPPER\" is spelt differently in architectures[1]; "
-       "PyTorch compares names case-sensitively"},
-      {"tegra capability",
-       replaced("\"computeCapability\": \"8.7\"", "\"computeCapability\": \"orin\""),
-       "test.json: tegraCapabilities[0].computeCapability: expected a compute capability like 8.0 "
-       "or 9.0, got \"orin\""},
-      {"tegra devices", replaced("\"devices\": \"Jetson AGX Orin\", ", ""),
-       "test.json: tegraCapabilities[0].devices: required field is missing"},
-      {"rule kind", replaced("\"kind\": \"cuda-tag\"", "\"kind\": \"cuda-tags\""),
-       "test.json: imageRules[0].kind: expected one of cuda-base, ngc-release, cuda-tag, "
-       "pytorch-tag, got \"cuda-tags\""},
-      {"pytorch-tag without builds",
-       replaced("\"kind\": \"cuda-tag\"", "\"kind\": \"pytorch-tag\""),
-       "test.json: imageRules[0].kind: \"pytorch-tag\" reads the arch lists of torchBuilds, which "
-       "has no entry"},
-  };
-  for (const BadRow& row : rows) {
-    auto db = load_one(row.text);
-    ASSERT_FALSE(db) << row.name;
-    EXPECT_EQ(db.error().str(), row.error) << row.name;
-  }
-}
-
-TEST(LoadCompatDb, RefusesASectionThatIsNotAList) {
-  auto db =
-      load_one(replaced("\"architectures\": [{\"name\": \"Turing\", \"archList\": "
-                        "\"7.5+PTX\", \"source\": \"s\"}, ",
-                        "\"architectures\": {\"Turing\": \"7.5+PTX\"}, \"unused\": ["));
-  ASSERT_FALSE(db);
-  EXPECT_EQ(db.error().str(),
-            "test.json: architectures: expected an array of entries, got an object");
-}
-
-TEST(LoadCompatDb, RefusesASectionGivenTwice) {
-  auto db = load_compat_db(
-      {{"a.json", std::string(kValid)}, {"b.json", "{\"schemaVersion\": 1, \"products\": []}"}});
-  ASSERT_FALSE(db);
-  EXPECT_EQ(db.error().str(),
-            "b.json: products: section already given in a.json; a section may appear in one file "
-            "only");
-}
-
-TEST(LoadCompatDb, RefusesNoFiles) {
-  auto db = load_compat_db({});
-  ASSERT_FALSE(db);
-  EXPECT_EQ(db.error().str(), "no compat-db files given");
-}
-
-TEST(LoadCompatDb, NamesEveryFileWhenASectionIsMissing) {
-  auto db =
-      load_compat_db({{"a.json", "{\"schemaVersion\": 1}"}, {"b.json", "{\"schemaVersion\": 1}"}});
-  ASSERT_FALSE(db);
-  EXPECT_EQ(db.error().str(),
-            "a.json, b.json: missing section \"cudaReleases\"; every compat-db section must be "
-            "given by one of the files");
-}
-
-TEST(LoadCompatDb, DanglingProductNamesTheFileOfTheReference) {
-  const std::string text(kValid);
-  const auto at = text.find(",\n\"cloudAccelerators\"");
-  const auto end = text.find(",\n\"architectures\"");
-  const std::string first = text.substr(0, at) + text.substr(end);
-  std::string second = "{\"schemaVersion\": 1" + text.substr(at, end - at) + "}";
-  second.replace(second.find("\"T4\""), 4, "\"t4\"");  // names are exact here
-  auto db = load_compat_db({{"a.json", first}, {"b.json", second}});
-  ASSERT_FALSE(db);
-  EXPECT_EQ(db.error().str(),
-            "b.json: cloudAccelerators[0].product: no product is named \"t4\" (use a "
-            "products[].name)");
-}
-
-TEST(LoadCompatDb, EscapesControlBytesInMessages) {
-  auto db = load_one(replaced("\"minDriver\": \"550.54.14\"", "\"minDriver\": \"5\\u0001\""));
-  ASSERT_FALSE(db);
-  EXPECT_EQ(db.error().str(),
-            "test.json: cudaReleases[1].minDriver: expected a driver version like 535.129.03 or a "
-            "branch like 535, got \"5\\x01\"");
-}
-
-// The instance tables in a file of their own, over kValid's products with
-// an L4 added: one line a section.
-constexpr std::string_view kInstances = R"({"schemaVersion": 1,
-"instanceTypes": [{"provider": "aws", "instanceType": "g4dn.xlarge", "product": "Tesla-T4", "gpus": 1, "source": "s"}, {"provider": "gcp", "instanceType": "g2-standard-96", "product": "L4", "gpus": 8, "source": "s"}],
-"instanceGpuLabels": [{"label": "example.com/gpu", "value": "any", "products": ["T4", "NVIDIA-L4", "Tesla-T4"], "source": "s"}, {"label": "example.com/gpu", "value": "t4", "product": "Tesla-T4", "source": "s"}]}
-)";
-
-std::string with_l4() {
-  return replaced("\"products\": [",
-                  "\"products\": [{\"name\": \"L4\", \"gfdNames\": [\"NVIDIA-L4\"], "
-                  "\"computeCapability\": \"8.9\", \"family\": \"ada-lovelace\", "
-                  "\"datacenter\": true, \"source\": \"s\"}, ");
-}
-
-std::string instances_replaced(std::string_view from, std::string_view to) {
-  return replaced_in(kInstances, from, to);
-}
-
-TEST(LoadCompatDb, InstanceTablesLoadAndLookUp) {
-  auto db = load_compat_db({{"a.json", with_l4()}, {"b.json", std::string(kInstances)}});
-  ASSERT_TRUE(db) << db.error().str();
-  ASSERT_EQ(db->instance_types.size(), 2U);
-  ASSERT_NE(db->instance_type("g2-standard-96"), nullptr);
-  EXPECT_EQ(db->instance_type("g2-standard-96")->gpus, 8);
-  EXPECT_EQ(db->instance_type("g2-standard-96")->provider, "gcp");
-  EXPECT_EQ(db->instance_type("G4DN.XLARGE"), nullptr);
-  // Every product a value may name, each once, in the entry's order.
-  EXPECT_EQ(names(db->products_by_instance_label("example.com/gpu", "any")),
-            (std::vector<std::string>{"T4", "L4"}));
-  EXPECT_EQ(names(db->products_by_instance_label("example.com/gpu", "t4")),
-            (std::vector<std::string>{"T4"}));
-  EXPECT_TRUE(db->products_by_instance_label("example.com/gpu", "T4").empty());
-  EXPECT_TRUE(db->products_by_instance_label("example.com/other", "t4").empty());
-
-  // Without the sections the matrix loads with empty tables.
-  auto without = load_compat_db({{"a.json", with_l4()}});
-  ASSERT_TRUE(without) << without.error().str();
-  EXPECT_TRUE(without->instance_types.empty());
-  EXPECT_EQ(without->instance_type("g4dn.xlarge"), nullptr);
-  EXPECT_TRUE(without->products_by_instance_label("example.com/gpu", "t4").empty());
-}
-
-TEST(LoadCompatDb, RefusesBadInstanceRowsNamingThePlace) {
-  const std::vector<BadRow> rows = {
-      {"missing field", instances_replaced("\"gpus\": 1, ", ""),
-       "b.json: instanceTypes[0].gpus: required field is missing"},
-      {"missing instance type", instances_replaced("\"instanceType\": \"g4dn.xlarge\", ", ""),
-       "b.json: instanceTypes[0].instanceType: required field is missing"},
-      {"no GPU", instances_replaced("\"gpus\": 1", "\"gpus\": 0"),
-       "b.json: instanceTypes[0].gpus: expected a whole number from 1 to 99999, got 0"},
-      {"provider", instances_replaced("\"provider\": \"aws\"", "\"provider\": \"AWS\""),
-       "b.json: instanceTypes[0].provider: expected one of aws, gcp, azure, got \"AWS\""},
-      {"unknown field", instances_replaced("\"gpus\": 1,", "\"gpus\": 1, \"gpu\": 1,"),
-       "b.json: instanceTypes[0].gpu: unknown field (this entry has: provider, instanceType, "
-       "product, gpus, source)"},
-      {"duplicate instance type",
-       instances_replaced("\"instanceType\": \"g2-standard-96\"",
-                          "\"instanceType\": \"g4dn.xlarge\""),
-       "b.json: instanceTypes[1].instanceType: repeats instanceTypes[0]; each entry must be "
-       "unique"},
-      {"unknown product",
-       instances_replaced("\"product\": \"Tesla-T4\", \"gpus\"",
-                          "\"product\": \"Tesla-T5\", \"gpus\""),
-       "b.json: instanceTypes[0].product: no product is named \"Tesla-T5\" (use a "
-       "products[].name or one of its gfdNames, exactly)"},
-      {"product in another spelling",
-       instances_replaced("\"product\": \"L4\"", "\"product\": \"nvidia-l4\""),
-       "b.json: instanceTypes[1].product: no product is named \"nvidia-l4\" (use a "
-       "products[].name or one of its gfdNames, exactly)"},
-      {"unknown product of a label",
-       instances_replaced("\"NVIDIA-L4\", \"Tesla-T4\"]", "\"NVIDIA-L4\", \"Tesla-T5\"]"),
-       "b.json: instanceGpuLabels[0].products[2]: no product is named \"Tesla-T5\" (use a "
-       "products[].name or one of its gfdNames, exactly)"},
-      {"label without product",
-       instances_replaced("\"product\": \"Tesla-T4\", \"source\"", "\"source\""),
-       "b.json: instanceGpuLabels[1].product: required field is missing (or give products, a "
-       "non-empty list of names)"},
-      {"label with both",
-       instances_replaced("\"product\": \"Tesla-T4\", \"source\"",
-                          "\"product\": \"Tesla-T4\", \"products\": [\"L4\"], \"source\""),
-       "b.json: instanceGpuLabels[1].products: give product (one name) or products (a list), "
-       "not both"},
-      {"empty products", instances_replaced("[\"T4\", \"NVIDIA-L4\", \"Tesla-T4\"]", "[]"),
-       "b.json: instanceGpuLabels[0].product: required field is missing (or give products, a "
-       "non-empty list of names)"},
-      {"duplicate label value", instances_replaced("\"value\": \"t4\"", "\"value\": \"any\""),
-       "b.json: instanceGpuLabels[1].value: repeats instanceGpuLabels[0]; each entry must be "
-       "unique"},
-  };
-  for (const BadRow& row : rows) {
-    auto db = load_compat_db({{"a.json", with_l4()}, {"b.json", row.text}});
-    ASSERT_FALSE(db) << row.name;
-    EXPECT_EQ(db.error().str(), row.error) << row.name;
-  }
-}
-
-// lastDriverBranches and torchBuilds may be left out of a matrix; asOf is
-// the newest date any file gives.
-TEST(LoadCompatDb, OptionalSectionsAndDate) {
-  auto without = load_one(std::string(kValid));
-  ASSERT_TRUE(without) << without.error().str();
-  EXPECT_TRUE(without->last_driver_branches.empty());
-  EXPECT_TRUE(without->torch_builds.empty());
-  EXPECT_EQ(without->as_of, "");
-  EXPECT_EQ(without->describe(),
-            "the compatibility matrix (revision " + without->revision + ", undated)");
-
-  const std::string extra =
-      R"({"schemaVersion": 1, "asOf": "2026-11-30", "lastDriverBranches": [{"family": "volta", )"
-      R"("computeCapabilities": ["7.0"], "lastBranch": 580, "source": "s"}], "torchBuilds": [)"
-      R"({"cudaVariant": "cu124", "cuda": "12.4", "torchSince": "2.4", "torchBefore": "2.6", )"
-      R"("archList": "8.0;9.0", "source": "s"}]})";
-  const std::string dated =
-      replaced("\"schemaVersion\": 1", "\"schemaVersion\": 1, \"asOf\": \"2026-12-01\"");
-  auto with = load_compat_db({CompatDbFile{"a.json", dated}, CompatDbFile{"b.json", extra}});
-  ASSERT_TRUE(with) << with.error().str();
-  EXPECT_EQ(with->as_of, "2026-12-01");
-  ASSERT_NE(with->last_driver_branch(ComputeCapability(7, 0)), nullptr);
-  EXPECT_EQ(with->last_driver_branch(ComputeCapability(7, 0))->last_branch, 580);
-  ASSERT_NE(with->torch_build(CudaVersion(2, 5), CudaVersion(12, 4)), nullptr);
-  EXPECT_EQ(with->torch_build(CudaVersion(2, 6), CudaVersion(12, 4)), nullptr);
-
-  const std::string overlapping =
-      R"({"schemaVersion": 1, "torchBuilds": [)"
-      R"({"cudaVariant": "cu124", "cuda": "12.4", "torchSince": "2.4", "archList": "8.0", "source": "s"},)"
-      R"({"cudaVariant": "cu124", "cuda": "12.4", "torchSince": "2.5", "archList": "9.0", "source": "s"}]})";
-  auto bad = load_compat_db({CompatDbFile{"a.json", kValid}, CompatDbFile{"b.json", overlapping}});
-  ASSERT_FALSE(bad);
-  EXPECT_EQ(bad.error().str(),
-            "b.json: torchBuilds[1].torchSince: repeats torchBuilds[0] for the same torch releases "
-            "of cu124; entries need torchSince/torchBefore ranges that do not overlap");
-  const std::string wrong_variant =
-      R"({"schemaVersion": 1, "torchBuilds": [)"
-      R"({"cudaVariant": "cu128", "cuda": "12.4", "torchSince": "2.4", "archList": "8.0", "source": "s"}]})";
-  auto mismatch =
-      load_compat_db({CompatDbFile{"a.json", kValid}, CompatDbFile{"b.json", wrong_variant}});
-  ASSERT_FALSE(mismatch);
-  EXPECT_EQ(mismatch.error().str(),
-            "b.json: torchBuilds[0].cudaVariant: expected \"cu124\" for CUDA 12.4, got \"cu128\"");
 }
 
 }  // namespace

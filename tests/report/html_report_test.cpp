@@ -7,7 +7,6 @@
 
 #include <string>
 
-#include "report/html_page.h"
 #include "tests/support/audit_fixture.h"
 #include "tests/support/occurrences.h"
 
@@ -34,13 +33,9 @@ TEST(HtmlReport, MatrixOfWorkloadsAndNodeGroups) {
             std::string::npos);
 }
 
+// A column names the node pools its nodes stand for (html_group_members(),
+// tested in html_page_test.cpp).
 TEST(HtmlReport, ColumnsCountNodesAndNameNodePools) {
-  EXPECT_EQ(html_group_members(2, {}), "2 nodes");
-  EXPECT_EQ(html_group_members(1, {}), "1 node");
-  EXPECT_EQ(html_group_members(0, {"NodePool gpu-t4 (0 nodes now)"}),
-            "NodePool gpu-t4 (0 nodes now)");
-  EXPECT_EQ(html_group_members(2, {"NodePool gpu (a100, 2 nodes now)", "pool gke-a100"}),
-            "2 nodes, NodePool gpu (a100, 2 nodes now), pool gke-a100");
   Audit audit = test_support::fixture_audit();
   NodeGroupColumn& column = audit.node_groups.front();
   column.pools = {"NodePool gpu-t4 (0 nodes now)"};

@@ -24,13 +24,13 @@ using test_support::db;
 
 using Pairs = std::vector<std::pair<std::string, std::string>>;
 
-struct PodEnv {
+struct MetadataPodEnv {
   std::string name;
   std::optional<std::string> value;
 };
 
-Workload workload(const std::string& image, const std::vector<PodEnv>& env, Pairs annotations = {},
-                  const std::string& container = "train") {
+Workload workload(const std::string& image, const std::vector<MetadataPodEnv>& env,
+                  Pairs annotations = {}, const std::string& container = "train") {
   Workload w;
   w.resource = ResourceRef{"v1", "Pod", "ml", "trainer-0"};
   std::sort(annotations.begin(), annotations.end());  // Workload::annotation searches
@@ -38,7 +38,7 @@ Workload workload(const std::string& image, const std::vector<PodEnv>& env, Pair
   ContainerSpec c;
   c.name = container;
   c.image = image;
-  for (const PodEnv& e : env) c.env.push_back(EnvVar{e.name, e.value});
+  for (const MetadataPodEnv& e : env) c.env.push_back(EnvVar{e.name, e.value});
   c.resources = {{"nvidia.com/gpu", 1}};
   w.spec.containers.push_back(std::move(c));
   return w;
@@ -87,10 +87,10 @@ std::string archs_of(const ContainerMetadata& md) {
   return md.archs.value ? md.archs.value->str() : "unknown";
 }
 
-constexpr const char* kImage = "registry.example.com/ml/train:v1";
+constexpr const char* kMetadataImage = "registry.example.com/ml/train:v1";
 
 TEST(Metadata, PodEnvLiteralGivesCudaAndTheImplicitRequirement) {
-  const ContainerMetadata md = resolve_ok(workload(kImage, {{"CUDA_VERSION", "12.4.1"}}));
+  const ContainerMetadata md = resolve_ok(workload(kMetadataImage, {{"CUDA_VERSION", "12.4.1"}}));
   EXPECT_EQ(cuda_of(md), "12.4");
   EXPECT_EQ(md.cuda.source, Source::env);
   EXPECT_EQ(md.cuda.text, "12.4.1");
@@ -113,7 +113,7 @@ TEST(Metadata, NothingKnownLeavesEveryValueUnknown) {
 
 TEST(Metadata, RegistryConfigAndPodEnvOverride) {
   RegistryFacts registry;
-  registry.add(kImage,
+  registry.add(kMetadataImage,
                std::make_shared<const ImageConfig>(ImageConfig{
                    {{"PATH", "/usr/bin"},
                     {"CUDA_VERSION", "12.1.1"},
@@ -121,7 +121,7 @@ TEST(Metadata, RegistryConfigAndPodEnvOverride) {
                     {"TORCH_CUDA_ARCH_LIST", "8.0 9.0+PTX"}},
                    {},
                    ""}));
-  const ContainerMetadata from_image = resolve_ok(workload(kImage, {}), {}, &registry);
+  const ContainerMetadata from_image = resolve_ok(workload(kMetadataImage, {}), {}, &registry);
   EXPECT_EQ(cuda_of(from_image), "12.1");
   EXPECT_EQ(from_image.cuda.source, Source::registry);
   EXPECT_EQ(require_of(from_image), "cuda>=12.1 brand=tesla,driver>=470,driver<471");
@@ -131,9 +131,10 @@ TEST(Metadata, RegistryConfigAndPodEnvOverride) {
   EXPECT_EQ(from_image.archs.source, Source::registry);
 
   // The pod's literal env is what the runtime sees.
-  const ContainerMetadata overridden = resolve_ok(
-      workload(kImage, {{"TORCH_CUDA_ARCH_LIST", "7.5"}, {"NVIDIA_REQUIRE_CUDA", "cuda>=12.2"}}),
-      {}, &registry);
+  const ContainerMetadata overridden =
+      resolve_ok(workload(kMetadataImage,
+                          {{"TORCH_CUDA_ARCH_LIST", "7.5"}, {"NVIDIA_REQUIRE_CUDA", "cuda>=12.2"}}),
+                 {}, &registry);
   EXPECT_EQ(archs_of(overridden), "7.5");
   EXPECT_EQ(overridden.archs.source, Source::env);
   EXPECT_EQ(require_of(overridden), "cuda>=12.2");
@@ -142,8 +143,9 @@ TEST(Metadata, RegistryConfigAndPodEnvOverride) {
   EXPECT_EQ(overridden.cuda.source, Source::registry);
 
   // The last duplicate of a pod variable wins, as in the kubelet.
-  const ContainerMetadata duplicate = resolve_ok(
-      workload(kImage, {{"CUDA_VERSION", "11.8"}, {"CUDA_VERSION", "12.6"}}), {}, &registry);
+  const ContainerMetadata duplicate =
+      resolve_ok(workload(kMetadataImage, {{"CUDA_VERSION", "11.8"}, {"CUDA_VERSION", "12.6"}}), {},
+                 &registry);
   EXPECT_EQ(cuda_of(duplicate), "12.6");
 }
 
@@ -176,9 +178,9 @@ TEST(Metadata, CatalogComesBeforeRegistryAndInference) {
   policy.images.push_back(
       CatalogEntry{"docker.io/nvidia/cuda:*", std::nullopt, std::nullopt, "cuda>=11.0"});
   RegistryFacts registry;
-  registry.add(
-      kImage, std::make_shared<const ImageConfig>(ImageConfig{{{"CUDA_VERSION", "12.8"}}, {}, ""}));
-  const ContainerMetadata md = resolve_ok(workload(kImage, {}), policy, &registry);
+  registry.add(kMetadataImage, std::make_shared<const ImageConfig>(
+                                   ImageConfig{{{"CUDA_VERSION", "12.8"}}, {}, ""}));
+  const ContainerMetadata md = resolve_ok(workload(kMetadataImage, {}), policy, &registry);
   EXPECT_EQ(cuda_of(md), "12.1");
   EXPECT_EQ(md.cuda.source, Source::catalog);
   EXPECT_EQ(archs_of(md), "8.0;9.0");
@@ -198,40 +200,40 @@ TEST(Metadata, CatalogComesBeforeRegistryAndInference) {
 // not parse stops nothing: the CUDA version is unknown, not an error.
 TEST(Metadata, DisableRequireMakesAnUnparsableCudaVersionUnknown) {
   const ContainerMetadata md = resolve_ok(
-      workload(kImage, {{"NVIDIA_DISABLE_REQUIRE", "true"}, {"CUDA_VERSION", "twelve"}}));
+      workload(kMetadataImage, {{"NVIDIA_DISABLE_REQUIRE", "true"}, {"CUDA_VERSION", "twelve"}}));
   EXPECT_EQ(cuda_of(md), "unknown");
   EXPECT_EQ(md.cuda.text, "twelve");
   EXPECT_TRUE(md.require_disabled);
   // Without it the toolkit would refuse the container: a person's error.
-  const auto refused = resolve(workload(kImage, {{"CUDA_VERSION", "twelve"}}));
+  const auto refused = resolve(workload(kMetadataImage, {{"CUDA_VERSION", "twelve"}}));
   ASSERT_FALSE(refused);
   EXPECT_THAT(refused.error().str(), ::testing::HasSubstr("env CUDA_VERSION"));
-  const auto not_disabled =
-      resolve(workload(kImage, {{"NVIDIA_DISABLE_REQUIRE", "false"}, {"CUDA_VERSION", "twelve"}}));
+  const auto not_disabled = resolve(
+      workload(kMetadataImage, {{"NVIDIA_DISABLE_REQUIRE", "false"}, {"CUDA_VERSION", "twelve"}}));
   EXPECT_FALSE(not_disabled);
 }
 
 // A compute capability newer than the matrix knows, from any source, is
 // unknown and says which; one that never existed stays an error.
 TEST(Metadata, AnArchNewerThanTheMatrixIsUnknownNotAnError) {
-  const ContainerMetadata env = resolve_ok(
-      workload(kImage, {{"CUDA_VERSION", "13.4"}, {"TORCH_CUDA_ARCH_LIST", "9.0;10.9+PTX"}}));
+  const ContainerMetadata env = resolve_ok(workload(
+      kMetadataImage, {{"CUDA_VERSION", "13.4"}, {"TORCH_CUDA_ARCH_LIST", "9.0;10.9+PTX"}}));
   EXPECT_EQ(archs_of(env), "unknown");
   EXPECT_TRUE(env.archs_beyond_matrix);
   EXPECT_EQ(env.archs_unknown, "CUDA arch \"10.9+PTX\" in TORCH_CUDA_ARCH_LIST: " +
                                    db().describe() + " does not know that compute capability");
-  const ContainerMetadata cmake =
-      resolve_ok(workload(kImage, {{"CUDA_VERSION", "13.4"}, {"CUDAARCHS", "90;130-real"}}));
+  const ContainerMetadata cmake = resolve_ok(
+      workload(kMetadataImage, {{"CUDA_VERSION", "13.4"}, {"CUDAARCHS", "90;130-real"}}));
   EXPECT_TRUE(cmake.archs_beyond_matrix);
-  const ContainerMetadata annotated =
-      resolve_ok(workload(kImage, {{"CUDA_VERSION", "13.4"}}, {{"cudagate.io/arch-list", "12.5"}}));
+  const ContainerMetadata annotated = resolve_ok(
+      workload(kMetadataImage, {{"CUDA_VERSION", "13.4"}}, {{"cudagate.io/arch-list", "12.5"}}));
   EXPECT_TRUE(annotated.archs_beyond_matrix);
   EXPECT_EQ(annotated.archs.source, Source::annotation);
   // Rubin's 10.7 is known.
-  const ContainerMetadata rubin =
-      resolve_ok(workload(kImage, {{"CUDA_VERSION", "13.4"}, {"TORCH_CUDA_ARCH_LIST", "10.7"}}));
+  const ContainerMetadata rubin = resolve_ok(
+      workload(kMetadataImage, {{"CUDA_VERSION", "13.4"}, {"TORCH_CUDA_ARCH_LIST", "10.7"}}));
   EXPECT_EQ(archs_of(rubin), "10.7");
-  EXPECT_FALSE(resolve(workload(kImage, {{"TORCH_CUDA_ARCH_LIST", "7.1"}})));
+  EXPECT_FALSE(resolve(workload(kMetadataImage, {{"TORCH_CUDA_ARCH_LIST", "7.1"}})));
 }
 
 // pytorch/pytorch tags carry the torch release and the CUDA variant; PyTorch's
@@ -261,7 +263,7 @@ TEST(Metadata, DisableRequireReadsLikeGoParseBool) {
   for (const Case& c : cases) {
     SCOPED_TRACE(c.value);
     const ContainerMetadata md = resolve_ok(
-        workload(kImage, {{"CUDA_VERSION", "12.4"}, {"NVIDIA_DISABLE_REQUIRE", c.value}}));
+        workload(kMetadataImage, {{"CUDA_VERSION", "12.4"}, {"NVIDIA_DISABLE_REQUIRE", c.value}}));
     EXPECT_EQ(md.require_disabled, c.disabled);
     EXPECT_EQ(md.require.value.has_value(), !c.disabled);
     EXPECT_EQ(cuda_of(md), "12.4");  // cuda is still known either way
@@ -270,11 +272,11 @@ TEST(Metadata, DisableRequireReadsLikeGoParseBool) {
 
 TEST(Metadata, EveryRequireVariableButJetpackIsAnded) {
   const ContainerMetadata md =
-      resolve_ok(workload(kImage, {{"NVIDIA_REQUIRE_CUDA", "cuda>=12.2"},
-                                   {"NVIDIA_REQUIRE_ARCH", "arch>=8.0"},
-                                   {"NVIDIA_REQUIRE_JETPACK", "csv-mounts=all"},
-                                   {"NVIDIA_REQUIRE_JETPACK_HOST_MOUNTS", "x"},
-                                   {"NVIDIA_REQUIRE_DRIVER", ""}}));
+      resolve_ok(workload(kMetadataImage, {{"NVIDIA_REQUIRE_CUDA", "cuda>=12.2"},
+                                           {"NVIDIA_REQUIRE_ARCH", "arch>=8.0"},
+                                           {"NVIDIA_REQUIRE_JETPACK", "csv-mounts=all"},
+                                           {"NVIDIA_REQUIRE_JETPACK_HOST_MOUNTS", "x"},
+                                           {"NVIDIA_REQUIRE_DRIVER", ""}}));
   ASSERT_TRUE(md.require.value);
   ASSERT_EQ(md.require.value->requirements.size(), 2U);
   EXPECT_EQ(md.require.value->requirements[0].variable, "NVIDIA_REQUIRE_ARCH");
@@ -282,17 +284,17 @@ TEST(Metadata, EveryRequireVariableButJetpackIsAnded) {
 }
 
 TEST(Metadata, EmptyRequireCudaCountsAsUnsetForTheImplicitRule) {
-  const ContainerMetadata md =
-      resolve_ok(workload(kImage, {{"CUDA_VERSION", "11.8.0"}, {"NVIDIA_REQUIRE_CUDA", ""}}));
+  const ContainerMetadata md = resolve_ok(
+      workload(kMetadataImage, {{"CUDA_VERSION", "11.8.0"}, {"NVIDIA_REQUIRE_CUDA", ""}}));
   EXPECT_EQ(require_of(md), "cuda>=11.8");
-  const ContainerMetadata none = resolve_ok(workload(kImage, {{"CUDA_VERSION", ""}}));
+  const ContainerMetadata none = resolve_ok(workload(kMetadataImage, {{"CUDA_VERSION", ""}}));
   EXPECT_FALSE(none.cuda.value);
   EXPECT_FALSE(none.require.value);
 }
 
 TEST(Metadata, ArchListsInOrderOfPrecedence) {
   struct Case {
-    std::vector<PodEnv> env;
+    std::vector<MetadataPodEnv> env;
     std::string archs;
     std::string name;
   };
@@ -310,7 +312,7 @@ TEST(Metadata, ArchListsInOrderOfPrecedence) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.archs);
-    const ContainerMetadata md = resolve_ok(workload(kImage, c.env));
+    const ContainerMetadata md = resolve_ok(workload(kMetadataImage, c.env));
     EXPECT_EQ(archs_of(md), c.archs);
     EXPECT_EQ(md.archs.name, c.name);
     EXPECT_EQ(md.archs.source, Source::env);
@@ -319,15 +321,15 @@ TEST(Metadata, ArchListsInOrderOfPrecedence) {
 
 TEST(Metadata, CmakeAllExpandsForTheResolvedCuda) {
   const ContainerMetadata md =
-      resolve_ok(workload(kImage, {{"CUDA_VERSION", "12.4"}, {"CUDAARCHS", "all-major"}}));
+      resolve_ok(workload(kMetadataImage, {{"CUDA_VERSION", "12.4"}, {"CUDAARCHS", "all-major"}}));
   ASSERT_TRUE(md.archs.value);
   EXPECT_TRUE(md.archs.value->runs_on(ComputeCapability(9, 0), ArchMatch::cuda, db()));
   // The annotation's CUDA version is the one "all" expands against.
-  const ContainerMetadata annotated =
-      resolve_ok(workload(kImage, {{"CUDAARCHS", "all"}}, {{"cudagate.io/cuda-version", "12.4"}}));
+  const ContainerMetadata annotated = resolve_ok(
+      workload(kMetadataImage, {{"CUDAARCHS", "all"}}, {{"cudagate.io/cuda-version", "12.4"}}));
   EXPECT_TRUE(annotated.archs.value);
   // Without any CUDA version "all" cannot be expanded: the pod's own value is an error.
-  auto err = resolve(workload(kImage, {{"CUDAARCHS", "all"}}));
+  auto err = resolve(workload(kMetadataImage, {{"CUDAARCHS", "all"}}));
   ASSERT_FALSE(err);
   EXPECT_THAT(err.error().str(), StartsWith("container \"train\": env CUDAARCHS: "));
 }
@@ -336,8 +338,8 @@ TEST(Metadata, AnnotationsOverrideCudaArchsAndMinCcButNotRequire) {
   const Pairs annotations = {{"cudagate.io/cuda-version", "12.2"},
                              {"cudagate.io/arch-list", "Ampere"},
                              {"cudagate.io/min-compute-capability", "8.0"}};
-  const ContainerMetadata md = resolve_ok(
-      workload(kImage, {{"CUDA_VERSION", "12.4"}, {"TORCH_CUDA_ARCH_LIST", "7.5"}}, annotations));
+  const ContainerMetadata md = resolve_ok(workload(
+      kMetadataImage, {{"CUDA_VERSION", "12.4"}, {"TORCH_CUDA_ARCH_LIST", "7.5"}}, annotations));
   EXPECT_EQ(cuda_of(md), "12.2");
   EXPECT_EQ(md.cuda.source, Source::annotation);
   EXPECT_EQ(md.cuda.name, "cudagate.io/cuda-version");
@@ -356,10 +358,10 @@ TEST(Metadata, ContainerAnnotationWinsOverPodWide) {
   const Pairs annotations = {{"cudagate.io/cuda-version", "12.2"},
                              {"cudagate.io/cuda-version.train", "11.8"},
                              {"cudagate.io/cuda-version.other", "13.0"}};
-  const ContainerMetadata md = resolve_ok(workload(kImage, {}, annotations));
+  const ContainerMetadata md = resolve_ok(workload(kMetadataImage, {}, annotations));
   EXPECT_EQ(cuda_of(md), "11.8");
   EXPECT_EQ(md.cuda.name, "cudagate.io/cuda-version.train");
-  const ContainerMetadata other = resolve_ok(workload(kImage, {}, annotations, "eval"));
+  const ContainerMetadata other = resolve_ok(workload(kMetadataImage, {}, annotations, "eval"));
   EXPECT_EQ(cuda_of(other), "12.2");
 }
 
@@ -369,7 +371,7 @@ TEST(Metadata, FlagsOverrideEverythingButRequire) {
   flags.arch_list = "9.0";
   flags.min_cc = "9.0";
   const ContainerMetadata md =
-      resolve_ok(workload(kImage, {{"CUDA_VERSION", "12.4"}},
+      resolve_ok(workload(kMetadataImage, {{"CUDA_VERSION", "12.4"}},
                           {{"cudagate.io/cuda-version", "12.2"}, {"cudagate.io/arch-list", "8.0"}}),
                  {}, nullptr, &flags);
   EXPECT_EQ(cuda_of(md), "12.6");
@@ -382,7 +384,7 @@ TEST(Metadata, FlagsOverrideEverythingButRequire) {
 
 TEST(Metadata, ValuesAPersonWroteMustParse) {
   struct Case {
-    std::vector<PodEnv> env;
+    std::vector<MetadataPodEnv> env;
     Pairs annotations;
     FlagValues flags;
     std::string error;
@@ -411,13 +413,13 @@ TEST(Metadata, ValuesAPersonWroteMustParse) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.error);
-    auto md = resolve(workload(kImage, c.env, c.annotations), {}, nullptr, &c.flags);
+    auto md = resolve(workload(kMetadataImage, c.env, c.annotations), {}, nullptr, &c.flags);
     ASSERT_FALSE(md);
     EXPECT_EQ(md.error().str(), c.error);
   }
   // Errors of the other parsers keep their text, under the container's name.
   struct Prefix {
-    std::vector<PodEnv> env;
+    std::vector<MetadataPodEnv> env;
     Pairs annotations;
     std::string prefix;
   };
@@ -431,7 +433,7 @@ TEST(Metadata, ValuesAPersonWroteMustParse) {
   };
   for (const Prefix& c : prefixed) {
     SCOPED_TRACE(c.prefix);
-    auto md = resolve(workload(kImage, c.env, c.annotations));
+    auto md = resolve(workload(kMetadataImage, c.env, c.annotations));
     ASSERT_FALSE(md);
     EXPECT_THAT(md.error().str(), StartsWith(c.prefix));
   }
@@ -439,9 +441,10 @@ TEST(Metadata, ValuesAPersonWroteMustParse) {
 
 TEST(Metadata, BadValuesFromTheImageLeaveValuesUnknown) {
   RegistryFacts registry;
-  registry.add(kImage, std::make_shared<const ImageConfig>(ImageConfig{
-                           {{"CUDA_VERSION", "12.x"}, {"TORCH_CUDA_ARCH_LIST", "Bogus"}}, {}, ""}));
-  const ContainerMetadata md = resolve_ok(workload(kImage, {}), {}, &registry);
+  registry.add(kMetadataImage,
+               std::make_shared<const ImageConfig>(ImageConfig{
+                   {{"CUDA_VERSION", "12.x"}, {"TORCH_CUDA_ARCH_LIST", "Bogus"}}, {}, ""}));
+  const ContainerMetadata md = resolve_ok(workload(kMetadataImage, {}), {}, &registry);
   EXPECT_FALSE(md.cuda.value);
   EXPECT_FALSE(md.archs.value);
   EXPECT_FALSE(md.require.value);
@@ -452,17 +455,17 @@ TEST(Metadata, RequirementsWithInvalidTermsAreKeptForTheNodesToJudge) {
   // reaches it, so the value itself is never unreadable, from the image or
   // from the pod.
   RegistryFacts registry;
-  registry.add(kImage, std::make_shared<const ImageConfig>(ImageConfig{
-                           {{"NVIDIA_REQUIRE_CUDA", "cuda>=12.4 jetpack>=5"}}, {}, ""}));
-  const ContainerMetadata image = resolve_ok(workload(kImage, {}), {}, &registry);
+  registry.add(kMetadataImage, std::make_shared<const ImageConfig>(ImageConfig{
+                                   {{"NVIDIA_REQUIRE_CUDA", "cuda>=12.4 jetpack>=5"}}, {}, ""}));
+  const ContainerMetadata image = resolve_ok(workload(kMetadataImage, {}), {}, &registry);
   ASSERT_TRUE(image.require.value);
   ASSERT_EQ(image.require.value->requirements.size(), 1U);
   ASSERT_NE(image.require.value->requirements[0].first_invalid(), nullptr);
   EXPECT_EQ(image.require.value->requirements[0].first_invalid()->text, "jetpack>=5");
   EXPECT_EQ(cuda_of(image), "12.4");  // from the valid cuda>= term
 
-  const ContainerMetadata pod = resolve_ok(
-      workload(kImage, {{"NVIDIA_REQUIRE_CUDA", "cuda~12"}, {"NVIDIA_REQUIRE_FOO", "gpu>=1"}}));
+  const ContainerMetadata pod = resolve_ok(workload(
+      kMetadataImage, {{"NVIDIA_REQUIRE_CUDA", "cuda~12"}, {"NVIDIA_REQUIRE_FOO", "gpu>=1"}}));
   ASSERT_TRUE(pod.require.value);
   EXPECT_EQ(require_of(pod), "cuda~12; gpu>=1");
   EXPECT_EQ(pod.require.source, Source::env);
@@ -511,7 +514,7 @@ TEST(Metadata, CudaVersionReadAsTheToolkitReadsIt) {
   };
   for (const Row& row : rows) {
     SCOPED_TRACE(row.value);
-    auto md = resolve(workload(kImage, {{"CUDA_VERSION", row.value}}));
+    auto md = resolve(workload(kMetadataImage, {{"CUDA_VERSION", row.value}}));
     if (row.cuda.empty()) {
       ASSERT_FALSE(md);
       EXPECT_EQ(md.error().str(),
@@ -532,9 +535,9 @@ TEST(Metadata, DisabledRequirementsAreNotRead) {
   // cuda_image.go GetRequirements: with NVIDIA_DISABLE_REQUIRE true it
   // returns before reading any NVIDIA_REQUIRE_* or the legacy CUDA_VERSION rule.
   const ContainerMetadata md =
-      resolve_ok(workload(kImage, {{"NVIDIA_DISABLE_REQUIRE", "true"},
-                                   {"NVIDIA_REQUIRE_CUDA", "cuda>=12.4 cuda~x"},
-                                   {"NVIDIA_REQUIRE_ARCH", "arch>=9.x"}}));
+      resolve_ok(workload(kMetadataImage, {{"NVIDIA_DISABLE_REQUIRE", "true"},
+                                           {"NVIDIA_REQUIRE_CUDA", "cuda>=12.4 cuda~x"},
+                                           {"NVIDIA_REQUIRE_ARCH", "arch>=9.x"}}));
   EXPECT_TRUE(md.require_disabled);
   EXPECT_FALSE(md.require.value);
   EXPECT_EQ(md.require.text, "NVIDIA_DISABLE_REQUIRE=true");
@@ -547,7 +550,7 @@ TEST(Metadata, NativeArchListsAreUnknownWithTheirReason) {
   for (const std::string name : {"TORCH_CUDA_ARCH_LIST", "CUDAARCHS"}) {
     SCOPED_TRACE(name);
     const ContainerMetadata md =
-        resolve_ok(workload(kImage, {{"CUDA_VERSION", "12.4"}, {name, "native"}}));
+        resolve_ok(workload(kMetadataImage, {{"CUDA_VERSION", "12.4"}, {name, "native"}}));
     EXPECT_FALSE(md.archs.value);
     EXPECT_EQ(md.archs.source, Source::env);
     EXPECT_EQ(md.archs.name, name);
@@ -557,12 +560,12 @@ TEST(Metadata, NativeArchListsAreUnknownWithTheirReason) {
                   "it, which the image does not record");
   }
   // An annotation wins, and says what the image carries.
-  const ContainerMetadata annotated = resolve_ok(
-      workload(kImage, {{"TORCH_CUDA_ARCH_LIST", "native"}}, {{"cudagate.io/arch-list", "8.0"}}));
+  const ContainerMetadata annotated = resolve_ok(workload(
+      kMetadataImage, {{"TORCH_CUDA_ARCH_LIST", "native"}}, {{"cudagate.io/arch-list", "8.0"}}));
   EXPECT_EQ(archs_of(annotated), "8.0");
   EXPECT_TRUE(annotated.archs_unknown.empty());
   // A person declaring "native" declares nothing.
-  auto declared = resolve(workload(kImage, {}, {{"cudagate.io/arch-list", "native"}}));
+  auto declared = resolve(workload(kMetadataImage, {}, {{"cudagate.io/arch-list", "native"}}));
   ASSERT_FALSE(declared);
   EXPECT_THAT(declared.error().str(),
               StartsWith("container \"train\": annotation cudagate.io/arch-list: "
@@ -591,29 +594,33 @@ TEST(Metadata, ArchListNamesFollowTheImagesCudaAndThePolicysReading) {
     Policy policy;
     policy.arch_list_reading = row.reading;
     const ContainerMetadata md = resolve_ok(
-        workload(kImage, {{"CUDA_VERSION", row.cuda}, {"TORCH_CUDA_ARCH_LIST", row.list}}), policy);
+        workload(kMetadataImage, {{"CUDA_VERSION", row.cuda}, {"TORCH_CUDA_ARCH_LIST", row.list}}),
+        policy);
     EXPECT_EQ(archs_of(md), row.archs);
     // The annotation is read the same way.
-    const ContainerMetadata annotated = resolve_ok(
-        workload(kImage, {{"CUDA_VERSION", row.cuda}}, {{"cudagate.io/arch-list", row.list}}),
-        policy);
+    const ContainerMetadata annotated =
+        resolve_ok(workload(kMetadataImage, {{"CUDA_VERSION", row.cuda}},
+                            {{"cudagate.io/arch-list", row.list}}),
+                   policy);
     EXPECT_EQ(archs_of(annotated), row.archs);
   }
 }
 
 TEST(Metadata, ValueFromHidesTheImageValue) {
   RegistryFacts registry;
-  registry.add(kImage, std::make_shared<const ImageConfig>(ImageConfig{
-                           {{"CUDA_VERSION", "12.4"}, {"TORCH_CUDA_ARCH_LIST", "8.0"}}, {}, ""}));
-  const ContainerMetadata md = resolve_ok(
-      workload(kImage, {{"CUDA_VERSION", std::nullopt}, {"TORCH_CUDA_ARCH_LIST", std::nullopt}}),
-      {}, &registry);
+  registry.add(kMetadataImage,
+               std::make_shared<const ImageConfig>(ImageConfig{
+                   {{"CUDA_VERSION", "12.4"}, {"TORCH_CUDA_ARCH_LIST", "8.0"}}, {}, ""}));
+  const ContainerMetadata md =
+      resolve_ok(workload(kMetadataImage,
+                          {{"CUDA_VERSION", std::nullopt}, {"TORCH_CUDA_ARCH_LIST", std::nullopt}}),
+                 {}, &registry);
   EXPECT_FALSE(md.cuda.value);
   EXPECT_EQ(md.cuda.source, Source::env);
   EXPECT_FALSE(md.archs.value);
   EXPECT_FALSE(md.require.value);  // the implicit requirement depends on the hidden value
-  const ContainerMetadata disable =
-      resolve_ok(workload(kImage, {{"NVIDIA_DISABLE_REQUIRE", std::nullopt}}), {}, &registry);
+  const ContainerMetadata disable = resolve_ok(
+      workload(kMetadataImage, {{"NVIDIA_DISABLE_REQUIRE", std::nullopt}}), {}, &registry);
   EXPECT_FALSE(disable.require_disabled);
   EXPECT_FALSE(disable.require.value);  // it may or may not be disabled
   EXPECT_EQ(cuda_of(disable), "12.4");
