@@ -44,6 +44,7 @@ void check_cluster_options(const ClusterOptions& options, bool has_inputs,
                            !options.namespace_.empty() || options.all_namespaces)) {
     fail(Error{options.in_cluster            ? "--in-cluster"
                : !options.kubeconfig.empty() ? "--kubeconfig"
+               : options.all_namespaces      ? "--all-namespaces"
                                              : "--namespace",
                "only with --cluster"});
   }
