@@ -32,6 +32,9 @@ void add_explain_command(CLI::App& app);
 void add_check_command(CLI::App& app);
 // `cudagate db show` / `cudagate db lint FILE...`: the compatibility matrix.
 void add_db_command(CLI::App& app);
+// `cudagate scan`: the GPU code, CUDA runtime and framework an image's files
+// hold (an OCI layout, a docker archive or a root file system).
+void add_scan_command(CLI::App& app);
 // `cudagate version`: version, build and compat-db revision.
 void add_version_command(CLI::App& app);
 // `cudagate api-calls`: the Kubernetes API calls the binary makes, as JSON.

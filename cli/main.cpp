@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
   cudagate::add_explain_command(app);
   cudagate::add_check_command(app);
   cudagate::add_db_command(app);
+  cudagate::add_scan_command(app);
   cudagate::add_version_command(app);
   cudagate::add_api_calls_command(app);
 

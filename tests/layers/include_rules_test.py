@@ -42,25 +42,27 @@ PROJECT = {
     "types": set(),
     "compat-db": {"types"},
     # What CUDA code a file holds: ELF sections, fatbins, cubins.
+    "scan": {"types"},
     "policy": {"types", "compat-db"},
     "admission": {"types", "compat-db", "policy"},
-    "report": {"types", "compat-db", "policy"},
+    "report": {"types", "compat-db", "policy", "scan"},
     # The one HTTPS client: endpoints, TLS trust, connections, the pool.
     "https": {"types"},
     "kube": {"types", "compat-db", "policy", "https"},
     "registry": {"types", "compat-db", "policy", "https"},
     # The files cudagate is given, read for the server and the commands alike.
-    "inputs": {"types", "compat-db", "policy", "admission"},
-    "server": {"types", "compat-db", "policy", "admission", "report", "https", "kube", "registry",
-               "inputs"},
-    "cli": {"types", "compat-db", "policy", "admission", "report", "https", "kube", "registry",
-            "inputs", "server"},
+    "inputs": {"types", "compat-db", "policy", "admission", "scan"},
+    "server": {"types", "compat-db", "scan", "policy", "admission", "report", "https", "kube",
+               "registry", "inputs"},
+    "cli": {"types", "compat-db", "scan", "policy", "admission", "report", "https", "kube",
+            "registry", "inputs", "server"},
 }
 
 # Libraries each layer may include; the same as its CMake target links.
 LIBRARIES = {
     "types": set(),
     "compat-db": {"nlohmann_json"},
+    "scan": {"zlib", "zstd"},
     "policy": {"nlohmann_json", "yaml-cpp"},
     "admission": {"nlohmann_json", "simdjson", "simd"},
     "report": {"nlohmann_json"},
@@ -73,7 +75,7 @@ LIBRARIES = {
             "yaml-cpp"},
 }
 
-PURE = {"types", "compat-db", "policy", "admission", "report"}
+PURE = {"types", "compat-db", "scan", "policy", "admission", "report"}
 
 # Standard headers that mean threads, files, consoles or clocks: none of them
 # in a pure layer. (<chrono> stays allowed: durations are values; reading a
@@ -104,6 +106,10 @@ def library_of(header):
         return "yaml-cpp"
     if header == "simdjson.h":
         return "simdjson"
+    if header == "zlib.h":
+        return "zlib"
+    if header == "zstd.h":
+        return "zstd"
     if header.endswith("intrin.h"):
         return "simd"
     if first == "boost":
