@@ -29,6 +29,7 @@ Connection::awaitable<std::optional<Error>> Connection::open(
   tcp_.expires_after(timeout);
   co_await tcp_.async_connect(results, redirect(ec));
   if (ec) co_return Error{"", where + ": " + ec.message()};
+  if (cancelled_) co_return Error{"", where + ": cancelled"};
   tcp_.socket().set_option(tcp::no_delay(true), ec);
   if (!endpoint.tls) co_return std::nullopt;
   if (!tls) co_return Error{"", where + ": no TLS settings"};

@@ -9,12 +9,15 @@
 // that it can carry one request after another (keep-alive).
 //
 // Deadlines: tcp().expires_after() before each step (open() sets its own).
-// cancel() ends what waits on the socket with operation_aborted, and an
-// open() in progress after its current step.
+// cancel() ends what waits on the socket with operation_aborted, an open()
+// in progress after its current step, and every operation begun after it at
+// once (operation_aborted): a cancel() that comes between two steps, while
+// the first one's completion waits its turn, still ends the exchange.
 //
 // Not synchronised: used from one strand (or one thread) at a time.
 
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/error.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/error.hpp>
@@ -99,6 +102,7 @@ class Connection {
   // error code. The caller keeps what `operation` refers to until it ends.
   template <typename Operation>
   awaitable<error_code> on_stream(Operation operation) {
+    if (cancelled_) co_return boost::asio::error::operation_aborted;
     error_code ec;
     if (tls_) {
       co_await operation(*tls_, buffer_, redirect(ec));

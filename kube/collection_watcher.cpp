@@ -1,6 +1,7 @@
 // Performing the list-and-watch protocol over cudagate's HTTPS client: each
-// list or watch a coroutine on a connection of its own, the watch body read
-// as it arrives.
+// list or watch a coroutine, list pages exchanged over the watcher's pool of
+// one kept-alive connection, a watch on a connection of its own with its
+// body read as it arrives.
 #include "kube/collection_watcher.h"
 
 #include <spdlog/spdlog.h>
@@ -29,15 +30,19 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using std::chrono::seconds;
 
-constexpr seconds kListReadTimeout{120};
+// Sending a list request and reading its whole page, one deadline (the
+// pool's): the 30 s to send and 120 s to read that a list had on a
+// connection of its own. A page of 500 Nodes is a few megabytes.
+constexpr seconds kListTimeout{150};
 constexpr std::size_t kMaxListPage = std::size_t{1} << 30;
 constexpr std::size_t kMaxErrorBody = std::size_t{64} * 1024;
+constexpr seconds kErrorReadTimeout{120};
 
 }  // namespace
 
 struct CollectionWatcher::Request {
   WatchAction action;
-  std::shared_ptr<https::Connection> connection;
+  std::shared_ptr<https::Connection> connection;  // a watch's; a list's is the pool's
   std::array<char, std::size_t{64} * 1024> chunk{};
   std::string body;  // a list page, or an error's body
   EventStream events;
@@ -61,6 +66,9 @@ CollectionWatcher::CollectionWatcher(std::shared_ptr<ApiCredentials> credentials
       on_step_(std::move(on_step)),
       protocol_(options),
       tls_(credentials_->config().insecure_skip_tls_verify),
+      // One request at a time, so one connection, kept for the next page or
+      // relist.
+      pool_(strand_, https::PoolLimits{1, 1, kConnectTimeout}),
       wait_timer_(strand_) {}
 
 CollectionWatcher::~CollectionWatcher() = default;
@@ -73,6 +81,7 @@ void CollectionWatcher::stop() {
   net::post(strand_, [this] {
     stopped_ = true;
     wait_timer_.cancel();
+    pool_.close();  // ends a list exchange in flight
     if (current_) {
       current_->cancel();
       current_.reset();
@@ -129,24 +138,39 @@ net::awaitable<void> CollectionWatcher::run(std::shared_ptr<Request> request) {
     perform(protocol_.transport_error());
     co_return;
   }
+  if (renewed) pool_.drop_idle();
+  const https::Endpoint endpoint = api_endpoint(config);
+  const std::string target = collection_.target(request->action, protocol_.options());
+  if (request->action.kind == WatchAction::Kind::list) {
+    https::Request message = api_request(config, *credentials, http::verb::get, target);
+    auto reply = co_await pool_.exchange(endpoint, *client, message,
+                                         https::ExchangeLimits{kListTimeout, kMaxListPage});
+    if (request->cancelled) co_return;
+    if (!reply) co_return fail(reply.error().message);
+    request->status = static_cast<int>(reply->result_int());
+    request->retry_after = retry_after(reply->base());
+    request->body = std::move(reply->body());
+    current_.reset();
+    finish(request, {});
+    co_return;
+  }
+
+  // A watch: its events as they arrive, on a connection it holds alone.
   request->connection = std::make_shared<https::Connection>(strand_);
   https::Connection& connection = *request->connection;
-  auto failure = co_await connection.open(api_endpoint(config), *client, kConnectTimeout);
+  auto failure = co_await connection.open(endpoint, *client, kConnectTimeout);
   if (request->cancelled) co_return;
   if (failure) co_return fail(failure->message);
 
   https::Request message =
-      api_request(config, *credentials, http::verb::get,
-                  collection_.target(request->action, protocol_.options()), /*keep_alive=*/false);
+      api_request(config, *credentials, http::verb::get, target, /*keep_alive=*/false);
   connection.tcp().expires_after(kConnectTimeout);
   auto ec = co_await connection.write(message);
   if (request->cancelled) co_return;
   if (ec) co_return fail("cannot send the request: " + ec.message());
 
   http::response_parser<http::buffer_body> parser;
-  parser.body_limit(request->action.kind == WatchAction::Kind::list
-                        ? boost::optional<std::uint64_t>(kMaxListPage)
-                        : boost::none);
+  parser.body_limit(boost::none);
   connection.tcp().expires_after(kConnectTimeout);
   ec = co_await connection.read_header(parser);
   if (request->cancelled) co_return;
@@ -154,11 +178,11 @@ net::awaitable<void> CollectionWatcher::run(std::shared_ptr<Request> request) {
   request->status = static_cast<int>(parser.get().result_int());
   request->retry_after = retry_after(parser.get().base());
 
-  // The body as it arrives: a watch's events, a list page or an error.
-  const bool watching = request->status == 200 && request->action.kind == WatchAction::Kind::watch;
+  // The body as it arrives: the watch's events, or an error.
+  const bool watching = request->status == 200;
   while (true) {
     connection.tcp().expires_after(watching ? protocol_.options().watch_timeout + seconds(30)
-                                            : kListReadTimeout);
+                                            : kErrorReadTimeout);
     auto& body = parser.get().body();
     body.data = request->chunk.data();
     body.size = request->chunk.size();
@@ -170,10 +194,8 @@ net::awaitable<void> CollectionWatcher::run(std::shared_ptr<Request> request) {
     if (!ec && got > 0) {
       if (watching) {
         if (!deliver_events(request, bytes)) co_return;
-      } else if (request->status != 200 && request->body.size() + got > kMaxErrorBody) {
-        // Enough of an error body to say what it was.
-      } else {
-        request->body.append(bytes);
+      } else if (request->body.size() + got <= kMaxErrorBody) {
+        request->body.append(bytes);  // enough of an error body to say what it was
       }
     }
     if (ec || parser.is_done()) {
@@ -254,11 +276,6 @@ void CollectionWatcher::finish(const std::shared_ptr<Request>& request,
   if (!list) {
     if (ec) spdlog::info("API server: watch stream ended: {}", ec.message());
     perform(protocol_.stream_closed());
-    return;
-  }
-  if (ec) {
-    spdlog::warn("API server: {} list cut short: {}", collection_.name(), ec.message());
-    perform(protocol_.transport_error());
     return;
   }
   auto page = collection_.read_page(std::exchange(request->body, {}));

@@ -1,11 +1,20 @@
 #pragma once
 // Keeping up with one collection of the API server (Nodes, ResourceSlices,
 // ResourceClaims, ...): performs the WatchProtocol over cudagate's HTTPS
-// client (https/connection.h) on the caller's io_context, one request at a
-// time, each a coroutine on the credentials' strand and a connection of its
-// own (a watch holds its connection for minutes). What is listed and watched, and what becomes of
-// the objects, is the WatchedCollection's: the watcher hands it each list page's body and each
-// watch event's text, and asks it where to send the requests.
+// client on the caller's io_context, one request at a time, each a
+// coroutine on the credentials' strand. What is listed and watched, and what
+// becomes of the objects, is the WatchedCollection's: the watcher hands it
+// each list page's body and each watch event's text, and asks it where to
+// send the requests.
+//
+// List pages go through the watcher's own pool (https/pool.h) of one
+// kept-alive connection: a large collection is many pages, and a relist
+// follows every expired watch, so the pages of a list and a relist soon
+// after reuse one TLS connection instead of a handshake each (a connection
+// idle longer than the pool's max_idle_time, as after a watch of minutes,
+// is opened anew, as the API server closes idle ones itself). A watch holds
+// a connection of its own (https/connection.h) for minutes, its events
+// read as they arrive, so it never occupies the pooled one.
 //
 // A list is handed on a page at a time, so that a large collection is never
 // held whole; a page begins a list when it has no continue token (a relist
@@ -26,8 +35,9 @@
 // share their credentials share its runs.
 //
 // Lifetime: the watcher and its collection must outlive the io_context's
-// run(); stop() cancels the request in flight and the wait, after which
-// no handler is called; the destructor waits for a plugin still running
+// run(); stop() cancels the request in flight (a list's exchange in the
+// pool too: the pool is closed) and the wait, after which no handler is
+// called; the destructor waits for a plugin still running
 // (kExecTimeout at most). A request stop() cancelled touches none of the
 // watcher's members again.
 
@@ -42,6 +52,7 @@
 #include <string_view>
 #include <utility>
 
+#include "https/pool.h"
 #include "kube/api_credentials.h"
 #include "kube/api_transport.h"
 #include "kube/cluster_config.h"
@@ -122,6 +133,7 @@ class CollectionWatcher {
   std::function<void(const WatchAction& action)> on_step_;
   WatchProtocol protocol_;
   ApiTls tls_;
+  https::Pool pool_;  // list pages; on the strand
   boost::asio::steady_timer wait_timer_;
   std::shared_ptr<Request> current_;
   bool stopped_ = false;

@@ -1,9 +1,16 @@
 #pragma once
-// Keeping up with a collection whose objects are read elsewhere (the
-// Dynamic Resource Allocation collections: ResourceSlices, ResourceClaims,
-// ResourceClaimTemplates; Karpenter's NodePools) with a CollectionWatcher: list pages handed on
-// as JSON objects with kind and apiVersion filled in, watch events as
-// ObjectChanges, of every namespace.
+// Keeping up with a collection of objects other than Nodes (the Dynamic
+// Resource Allocation collections: ResourceSlices, ResourceClaims,
+// ResourceClaimTemplates; Karpenter's NodePools) with a CollectionWatcher,
+// of every namespace: its objects read in kube/ (kube/watched_objects.h)
+// and handed on as values of type T, list pages as vectors of T and watch
+// events as ObjectChange<T>s, as NodeWatcher hands on Nodes.
+//
+// An object that cannot be read is logged (watched_object) and, like an
+// object that is none of cudagate's (a ResourceClaim made for a pod), is
+// left out of its page and is no object in its change: the handler then
+// drops the object of that name, so that nothing is judged by a form of it
+// cudagate could not read.
 //
 // The collection is asked for at the first of `versions` of its group the
 // server serves: a 404 moves to the next one (logged), and when none is
@@ -11,36 +18,47 @@
 // without the API is an ordinary cluster. Handlers run on the watcher's
 // strand and must not block it for long.
 //
-// Lifetime as CollectionWatcher's (collection_watcher.h).
+// T is ResourceSlice, ClaimSpec or NodePool (the instantiations in
+// object_watcher.cpp). Lifetime as CollectionWatcher's
+// (collection_watcher.h).
 
-#include <boost/asio/any_io_executor.hpp>
 #include <cstddef>
 #include <functional>
-#include <memory>
-#include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "kube/api_calls.h"
-#include "kube/cluster_config.h"
 #include "kube/collection_watcher.h"
 #include "kube/watch_protocol.h"
+#include "kube/watched_objects.h"
 
 namespace cudagate::kube {
 
+template <typename T>
 struct ObjectChange {
   enum class Kind : unsigned char { upsert, remove };
-  Kind kind = Kind::upsert;
-  std::string namespace_;  // "" for cluster-scoped objects
+  Kind kind = Kind::upsert;  // ADDED and MODIFIED: upsert; DELETED: remove
+  std::string namespace_;    // "" for cluster-scoped objects
   std::string name;
-  nlohmann::json object;  // with kind and apiVersion
+  // An upsert's object, read. None for a removal, and for an upsert of an
+  // object that could not be read or is none of cudagate's: either way the
+  // one of this name is dropped.
+  std::optional<T> object;
 };
 
+using SliceChange = ObjectChange<ResourceSlice>;
+using ClaimChange = ObjectChange<ClaimSpec>;
+using NodePoolChange = ObjectChange<NodePool>;
+
+template <typename T>
 struct ObjectWatcherHandlers {
-  std::function<void(std::vector<nlohmann::json> items, bool first, bool last)> on_page;
-  std::function<void(std::vector<ObjectChange> changes)> on_changes;
+  // A list page's objects that could be read and are cudagate's: `first`
+  // begins a list, `last` ends it.
+  std::function<void(std::vector<T> objects, bool first, bool last)> on_page;
+  std::function<void(std::vector<ObjectChange<T>> changes)> on_changes;
   std::function<void(const WatchAction& action)> on_step;
   // No version of the collection is served; nothing more will come. Also
   // called, once, when a list is forbidden (403: the ClusterRole lacks the
@@ -52,9 +70,10 @@ struct ObjectWatcherHandlers {
 // The objects of an ObjectWatcher: `list` and `watch` are rows of the API
 // call table; `versions` (newest first, e.g. kDraVersions) the versions to
 // try, the rows' own if empty.
+template <typename T>
 class ObjectCollection final : public WatchedCollection {
  public:
-  using Handlers = ObjectWatcherHandlers;
+  using Handlers = ObjectWatcherHandlers<T>;
   ObjectCollection(Handlers& handlers, ApiCallId list, ApiCallId watch,
                    std::span<const std::string_view> versions);
   [[nodiscard]] std::string_view name() const override;
@@ -75,11 +94,16 @@ class ObjectCollection final : public WatchedCollection {
   std::size_t at_ = 0;  // the version asked for
   bool forbidden_told_ = false;
   Handlers& handlers_;
-  std::vector<nlohmann::json> page_;
-  std::vector<ObjectChange> changes_;
+  std::vector<T> page_;
+  std::vector<ObjectChange<T>> changes_;
 };
 
-// ObjectWatcher(credentials, handlers, options, list, watch, versions).
-using ObjectWatcher = Watcher<ObjectCollection>;
+extern template class ObjectCollection<ResourceSlice>;
+extern template class ObjectCollection<ClaimSpec>;
+extern template class ObjectCollection<NodePool>;
+
+// ObjectWatcher<T>(credentials, handlers, options, list, watch, versions).
+template <typename T>
+using ObjectWatcher = Watcher<ObjectCollection<T>>;
 
 }  // namespace cudagate::kube

@@ -2,14 +2,9 @@
 // into a claim catalog, a coalesced batch at a time.
 #include "server/live_claims.h"
 
-#include <spdlog/spdlog.h>
-
 #include <boost/asio/post.hpp>
-#include <optional>
 #include <string>
 #include <utility>
-
-#include "kube/cluster_workloads.h"
 
 namespace cudagate {
 namespace {
@@ -22,29 +17,13 @@ std::size_t index_of(LiveClaims::Source source) {
   return source == LiveClaims::Source::templates ? 0 : 1;
 }
 
-// The claim of a watched object, or nullopt when it is made for a pod or
-// cannot be read (then logged).
-std::optional<ClaimSpec> watched_claim(const nlohmann::json& object) {
-  auto claim = kube::read_claim_object(object);
-  if (!claim) {
-    spdlog::warn("API server: claim left out: {}", claim.error().str());
-    return std::nullopt;
-  }
-  return std::move(*claim);
-}
-
 }  // namespace
 
 LiveClaims::LiveClaims(const boost::asio::any_io_executor& executor,
                        std::chrono::milliseconds coalesce, Publish publish)
     : executor_(executor), coalesce_(coalesce), publish_(std::move(publish)), timer_(executor) {}
 
-void LiveClaims::add_page(Source source, const std::vector<nlohmann::json>& items, bool first,
-                          bool last) {
-  std::vector<ClaimSpec> claims;
-  for (const nlohmann::json& item : items) {
-    if (auto claim = watched_claim(item)) claims.push_back(std::move(*claim));
-  }
+void LiveClaims::add_page(Source source, std::vector<ClaimSpec> claims, bool first, bool last) {
   const std::lock_guard lock(mutex_);
   Pending& pending = pending_[index_of(source)];
   if (first) pending = Pending{};
@@ -54,7 +33,7 @@ void LiveClaims::add_page(Source source, const std::vector<nlohmann::json>& item
   schedule();
 }
 
-void LiveClaims::apply(Source source, std::vector<kube::ObjectChange> changes) {
+void LiveClaims::apply(Source source, std::vector<kube::ClaimChange> changes) {
   const std::lock_guard lock(mutex_);
   Pending& pending = pending_[index_of(source)];
   for (auto& change : changes) pending.changes.push_back(std::move(change));
@@ -106,12 +85,10 @@ void LiveClaims::rebuild() {
       }
       (i == 0 ? update.templates_listed : update.claims_listed) = true;
     }
-    for (kube::ObjectChange& change : taken[i].changes) {
+    for (kube::ClaimChange& change : taken[i].changes) {
       const std::string key = key_of(change.namespace_, change.name);
-      std::optional<ClaimSpec> claim;
-      if (change.kind == kube::ObjectChange::Kind::upsert) claim = watched_claim(change.object);
-      if (claim) {
-        known.insert_or_assign(key, std::move(*claim));
+      if (change.object) {
+        known.insert_or_assign(key, std::move(*change.object));
       } else {
         known.erase(key);
       }

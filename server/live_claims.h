@@ -1,19 +1,20 @@
 #pragma once
 // The ResourceClaims and ResourceClaimTemplates of a watched cluster, as the
 // catalog decisions read (EvaluationInputs::claims): lists and watch events
-// of both collections (kube/object_watcher.h) folded into a ClaimCatalog,
-// published whole through a callback (ServerState::set_claims) as an
-// immutable snapshot, so that a decision sees the catalog before a batch
-// or after it, never part of one.
+// of both collections, read by their watchers (kube/object_watcher.h),
+// folded into a ClaimCatalog, published whole through a callback
+// (ServerState::set_claims) as an immutable snapshot, so that a decision
+// sees the catalog before a batch or after it, never part of one.
 //
 // Events are coalesced as the inventory's are (live_inventory.h): the
 // first change after a publish arms a timer and every change before it
 // fires goes into the same catalog. A list of one collection replaces that
 // collection's objects only.
 //
-// ResourceClaims made from a pod's template (kube::made_for_pod) are left
-// out: no pod names them (a pod names the template), and there is one per
-// pod. Objects that cannot be read are left out, logged with their name.
+// ResourceClaims made from a pod's template (kube::made_for_pod) and
+// objects that cannot be read (logged with their name) never reach it: the
+// watcher leaves them out of its pages, and a change with no object drops
+// the claim of its name.
 //
 // add_page() and apply() may be called from any thread; they only queue.
 // Building and publishing run on `executor`.
@@ -26,8 +27,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,9 +52,9 @@ class LiveClaims {
   // A page of a list of `source`: `first` begins it (dropping its events
   // queued before), `last` ends it, and then its objects replace those of
   // `source` in the next catalog.
-  void add_page(Source source, const std::vector<nlohmann::json>& items, bool first, bool last);
+  void add_page(Source source, std::vector<ClaimSpec> claims, bool first, bool last);
   // Watch events of `source`, in order.
-  void apply(Source source, std::vector<kube::ObjectChange> changes);
+  void apply(Source source, std::vector<kube::ClaimChange> changes);
   // Stops the timer; nothing is published after the executor ran it.
   void stop();
 
@@ -63,7 +62,7 @@ class LiveClaims {
   struct Pending {
     std::vector<ClaimSpec> list;  // the list being received
     bool list_done = false;
-    std::vector<kube::ObjectChange> changes;
+    std::vector<kube::ClaimChange> changes;
   };
   void schedule();
   void rebuild();

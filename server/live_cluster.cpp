@@ -80,12 +80,12 @@ LiveCluster::LiveCluster(const boost::asio::any_io_executor& io,
 
   // Dynamic Resource Allocation: ResourceSlices as node facts, claims and
   // templates as what pods ask for.
-  kube::ObjectWatcherHandlers slice_handlers;
-  slice_handlers.on_page = [this](const std::vector<nlohmann::json>& items, bool first, bool last) {
-    inventory_.add_slice_page(slices_of_page(items), first, last);
+  kube::ObjectWatcherHandlers<ResourceSlice> slice_handlers;
+  slice_handlers.on_page = [this](std::vector<ResourceSlice> page, bool first, bool last) {
+    inventory_.add_slice_page(std::move(page), first, last);
   };
-  slice_handlers.on_changes = [this](const std::vector<kube::ObjectChange>& changes) {
-    inventory_.apply_slices(slice_changes(changes));
+  slice_handlers.on_changes = [this](std::vector<kube::SliceChange> changes) {
+    inventory_.apply_slices(std::move(changes));
   };
   slice_handlers.on_step = [this](const kube::WatchAction& action) { on_step(action); };
   slice_handlers.on_absent = [this] { done(slices); };
@@ -100,12 +100,12 @@ LiveCluster::LiveCluster(const boost::asio::any_io_executor& io,
                          kube::ApiCallId::inventory_list_resourceclaims,
                          kube::ApiCallId::inventory_watch_resourceclaims, kube::kDraVersions);
 
-  kube::ObjectWatcherHandlers pool_handlers;
-  pool_handlers.on_page = [this](const std::vector<nlohmann::json>& items, bool first, bool last) {
-    pools_.add_page(items, first, last);
+  kube::ObjectWatcherHandlers<NodePool> pool_handlers;
+  pool_handlers.on_page = [this](std::vector<NodePool> page, bool first, bool last) {
+    pools_.add_page(std::move(page), first, last);
   };
-  pool_handlers.on_changes = [this](const std::vector<kube::ObjectChange>& changes) {
-    pools_.apply(changes);
+  pool_handlers.on_changes = [this](std::vector<kube::NodePoolChange> changes) {
+    pools_.apply(std::move(changes));
   };
   pool_handlers.on_step = [this](const kube::WatchAction& action) { on_step(action); };
   pool_handlers.on_absent = [this] { done(pools); };
@@ -114,12 +114,13 @@ LiveCluster::LiveCluster(const boost::asio::any_io_executor& io,
                         kube::ApiCallId::inventory_watch_nodepools, kube::kKarpenterVersions);
 }
 
-kube::ObjectWatcherHandlers LiveCluster::claim_handlers(LiveClaims::Source source, Part part) {
-  kube::ObjectWatcherHandlers out;
-  out.on_page = [this, source](const std::vector<nlohmann::json>& items, bool first, bool last) {
-    claims_.add_page(source, items, first, last);
+kube::ObjectWatcherHandlers<ClaimSpec> LiveCluster::claim_handlers(LiveClaims::Source source,
+                                                                   Part part) {
+  kube::ObjectWatcherHandlers<ClaimSpec> out;
+  out.on_page = [this, source](std::vector<ClaimSpec> page, bool first, bool last) {
+    claims_.add_page(source, std::move(page), first, last);
   };
-  out.on_changes = [this, source](std::vector<kube::ObjectChange> changes) {
+  out.on_changes = [this, source](std::vector<kube::ClaimChange> changes) {
     claims_.apply(source, std::move(changes));
   };
   out.on_step = [this](const kube::WatchAction& action) { on_step(action); };
@@ -137,9 +138,10 @@ void LiveCluster::start() {
 
 void LiveCluster::stop() {
   node_watcher_->stop();
-  for (auto* watcher : {&slice_watcher_, &template_watcher_, &claim_watcher_, &pool_watcher_}) {
-    (*watcher)->stop();
-  }
+  slice_watcher_->stop();
+  template_watcher_->stop();
+  claim_watcher_->stop();
+  pool_watcher_->stop();
   inventory_.stop();
   claims_.stop();
 }

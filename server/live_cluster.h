@@ -58,7 +58,7 @@ class LiveCluster {
   enum Part : unsigned { nodes = 1, slices = 2, templates = 4, claims = 8, pools = 16, all = 31 };
   void done(Part part);
   void on_step(const kube::WatchAction& action);
-  kube::ObjectWatcherHandlers claim_handlers(LiveClaims::Source source, Part part);
+  kube::ObjectWatcherHandlers<ClaimSpec> claim_handlers(LiveClaims::Source source, Part part);
 
   ServerState& state_;
   WebhookMetrics& metrics_;
@@ -68,10 +68,10 @@ class LiveCluster {
   LiveClaims claims_;
   LivePools pools_;
   std::optional<kube::NodeWatcher> node_watcher_;
-  std::optional<kube::ObjectWatcher> slice_watcher_;
-  std::optional<kube::ObjectWatcher> template_watcher_;
-  std::optional<kube::ObjectWatcher> claim_watcher_;
-  std::optional<kube::ObjectWatcher> pool_watcher_;
+  std::optional<kube::ObjectWatcher<ResourceSlice>> slice_watcher_;
+  std::optional<kube::ObjectWatcher<ClaimSpec>> template_watcher_;
+  std::optional<kube::ObjectWatcher<ClaimSpec>> claim_watcher_;
+  std::optional<kube::ObjectWatcher<NodePool>> pool_watcher_;
 };
 
 }  // namespace cudagate

@@ -2,8 +2,6 @@
 // coalesced batch at a time, patched from the one last published.
 #include "server/live_inventory.h"
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <boost/asio/post.hpp>
 #include <optional>
@@ -12,8 +10,6 @@
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
-
-#include "kube/object_events.h"
 
 namespace cudagate {
 
@@ -81,44 +77,20 @@ Inventory rebuild_with_node_changes(const Inventory& old,
   return builder.finish();
 }
 
-namespace {
-
-// The slice of `object` when it is one of NVIDIA's driver; else nullopt
-// (logged when it cannot be read).
-std::optional<ResourceSlice> nvidia_slice(const nlohmann::json& object, std::string_view name) {
-  auto slice = resource_slice_from_json(object, "resourceslices " + std::string(name));
-  if (!slice) {
-    spdlog::warn("API server: ResourceSlice left out: {}", slice.error().str());
-    return std::nullopt;
-  }
-  if (slice->driver != kNvidiaDraDriver || slice->node_name.empty()) return std::nullopt;
-  return std::move(*slice);
+bool is_nvidia_node_slice(const ResourceSlice& slice) {
+  return slice.driver == kNvidiaDraDriver && !slice.node_name.empty();
 }
 
-}  // namespace
-
-std::vector<SliceChange> slice_changes(const std::vector<kube::ObjectChange>& changes) {
-  std::vector<SliceChange> out;
-  out.reserve(changes.size());
-  for (const kube::ObjectChange& change : changes) {
-    SliceChange slice_change{SliceChange::Kind::remove, change.name, {}};
-    if (change.kind == kube::ObjectChange::Kind::upsert) {
-      if (auto slice = nvidia_slice(change.object, change.name)) {
-        slice_change.kind = SliceChange::Kind::upsert;
-        slice_change.slice = std::move(*slice);
-      }
-    }
-    out.push_back(std::move(slice_change));
-  }
-  return out;
+std::vector<ResourceSlice> nvidia_slices(std::vector<ResourceSlice> slices) {
+  std::erase_if(slices, [](const ResourceSlice& slice) { return !is_nvidia_node_slice(slice); });
+  return slices;
 }
 
-std::vector<ResourceSlice> slices_of_page(const std::vector<nlohmann::json>& items) {
-  std::vector<ResourceSlice> out;
-  for (const nlohmann::json& item : items) {
-    if (auto slice = nvidia_slice(item, kube::object_name(item))) out.push_back(std::move(*slice));
+std::vector<kube::SliceChange> nvidia_slice_changes(std::vector<kube::SliceChange> changes) {
+  for (kube::SliceChange& change : changes) {
+    if (change.object && !is_nvidia_node_slice(*change.object)) change.object.reset();
   }
-  return out;
+  return changes;
 }
 
 Inventory rederived(const Inventory& old, const CompatDb& db) {
@@ -202,6 +174,7 @@ void LiveInventory::apply(std::vector<kube::NodeChange> changes) {
 }
 
 void LiveInventory::add_slice_page(std::vector<ResourceSlice> slices, bool first, bool last) {
+  slices = nvidia_slices(std::move(slices));
   const std::lock_guard lock(mutex_);
   if (first) {
     // The list supersedes the slice events before it (the watch that sent them ended).
@@ -215,7 +188,8 @@ void LiveInventory::add_slice_page(std::vector<ResourceSlice> slices, bool first
   schedule(coalesce_);
 }
 
-void LiveInventory::apply_slices(std::vector<SliceChange> changes) {
+void LiveInventory::apply_slices(std::vector<kube::SliceChange> changes) {
+  changes = nvidia_slice_changes(std::move(changes));
   const std::lock_guard lock(mutex_);
   for (auto& change : changes) pending_slices_.push_back(std::move(change));
   schedule(std::max(coalesce_, last_build_));
@@ -288,7 +262,7 @@ void LiveInventory::schedule(std::chrono::milliseconds delay) {
 
 void LiveInventory::rebuild() {
   std::vector<kube::NodeChange> changes;
-  std::vector<SliceChange> slice_events;
+  std::vector<kube::SliceChange> slice_events;
   std::optional<std::vector<ResourceSlice>> slice_list;
   {
     const std::lock_guard lock(mutex_);
@@ -312,9 +286,9 @@ void LiveInventory::rebuild() {
     node_of_slice_.clear();
     for (ResourceSlice& slice : *slice_list) put_slice(std::move(slice), affected);
   }
-  for (SliceChange& change : slice_events) {
-    if (change.kind == SliceChange::Kind::upsert) {
-      put_slice(std::move(change.slice), affected);
+  for (kube::SliceChange& change : slice_events) {
+    if (change.object) {
+      put_slice(std::move(*change.object), affected);
     } else {
       drop_slice(change.name, affected);
     }

@@ -17,12 +17,14 @@
 // inventory, which decisions in flight keep reading unchanged. A list (the
 // first one, and a relist after 410 Gone) builds a whole new inventory.
 //
-// ResourceSlices (Dynamic Resource Allocation) are node facts too: the
-// slices are kept by name, and each node's device kinds are those of its
-// current slices (device_kinds_by_node over them, attach_devices). A batch
-// of slice changes patches the nodes whose slices changed; a Node event
-// keeps the node's devices; a Node list attaches them as it is indexed. A
-// slice list (the first one, a relist) replaces every slice.
+// ResourceSlices (Dynamic Resource Allocation, read by the watcher:
+// kube/object_watcher.h) are node facts too, those of NVIDIA's driver on a
+// node (is_nvidia_node_slice): the slices are kept by name, and each node's
+// device kinds are those of its current slices (device_kinds_by_node over
+// them, attach_devices). A batch of slice changes patches the nodes whose
+// slices changed; a Node event keeps the node's devices; a Node list
+// attaches them as it is indexed. A slice list (the first one, a relist)
+// replaces every slice.
 //
 // add_page(), replace_all(), apply(), add_slice_page() and apply_slices()
 // may be called from any thread; they only queue.
@@ -71,20 +73,17 @@ namespace cudagate {
                                                   const std::vector<kube::NodeChange>& changes,
                                                   const CompatDb& db);
 
-// A ResourceSlice as the watcher hands it on, read; an upsert of a slice
-// that cannot be read, or of another driver's, is its removal (a node is
-// judged by no devices rather than by stale ones).
-struct SliceChange {
-  enum class Kind : unsigned char { upsert, remove };
-  Kind kind = Kind::upsert;
-  std::string name;
-  ResourceSlice slice;  // upsert
-};
-[[nodiscard]] std::vector<SliceChange> slice_changes(
-    const std::vector<kube::ObjectChange>& changes);
-// The slices of NVIDIA's driver in a list page; unreadable ones are left
-// out, each logged with its name and field.
-[[nodiscard]] std::vector<ResourceSlice> slices_of_page(const std::vector<nlohmann::json>& items);
+// Whether `slice` is a node fact: a slice of NVIDIA's driver
+// (kNvidiaDraDriver) on a node. The inventory keeps those only.
+[[nodiscard]] bool is_nvidia_node_slice(const ResourceSlice& slice);
+// The slices of a list page that are node facts.
+[[nodiscard]] std::vector<ResourceSlice> nvidia_slices(std::vector<ResourceSlice> slices);
+// `changes` with the object of every upsert of a slice that is no node
+// fact (another driver's, or of no node) taken away: its removal, as an
+// upsert of a slice that could not be read is (a node is judged by no
+// devices rather than by stale ones).
+[[nodiscard]] std::vector<kube::SliceChange> nvidia_slice_changes(
+    std::vector<kube::SliceChange> changes);
 
 // `old`'s nodes with their facts derived anew with `db` (another matrix).
 [[nodiscard]] Inventory rederived(const Inventory& old, const CompatDb& db);
@@ -119,11 +118,12 @@ class LiveInventory {
   void apply(std::vector<kube::NodeChange> changes);
 
   // A page of a ResourceSlice list (`first` begins it, dropping slice
-  // events queued before; `last` ends it); the slices of the list replace
-  // every slice known, in the next inventory.
+  // events queued before; `last` ends it); the node facts among its slices
+  // (nvidia_slices) replace every slice known, in the next inventory.
   void add_slice_page(std::vector<ResourceSlice> slices, bool first, bool last);
-  // ResourceSlice watch events, in order.
-  void apply_slices(std::vector<SliceChange> changes);
+  // ResourceSlice watch events, in order: a change with no object, or
+  // with a slice that is no node fact, drops the slice of its name.
+  void apply_slices(std::vector<kube::SliceChange> changes);
 
   // Another compatibility matrix: every node's facts are derived again with
   // it, and the next inventory published (at once, or when a list being
@@ -156,7 +156,7 @@ class LiveInventory {
   std::vector<kube::NodeChange> pending_changes_;
   std::vector<ResourceSlice> slice_list_;  // the slice list being received
   bool slice_list_done_ = false;           // slice_list_ is whole, not yet applied
-  std::vector<SliceChange> pending_slices_;
+  std::vector<kube::SliceChange> pending_slices_;
   bool scheduled_ = false;
   bool stopped_ = false;
 

@@ -1,51 +1,31 @@
 // Karpenter NodePool lists and watch events folded into the cluster's pools.
 #include "server/live_pools.h"
 
-#include <spdlog/spdlog.h>
-
 #include <boost/asio/post.hpp>
 #include <optional>
-#include <string_view>
+#include <string>
 #include <utility>
 
-#include "kube/object_events.h"
-
 namespace cudagate {
-namespace {
-
-// The NodePool of `object`, or nullopt, logged, when it cannot be read.
-std::optional<NodePool> read_pool(const nlohmann::json& object, std::string_view name) {
-  auto pool = node_pool_from_json(object, "nodepools " + std::string(name));
-  if (!pool) {
-    spdlog::warn("API server: NodePool left out: {}", pool.error().str());
-    return std::nullopt;
-  }
-  return std::move(*pool);
-}
-
-}  // namespace
 
 LivePools::LivePools(boost::asio::any_io_executor executor, Publish publish)
     : executor_(std::move(executor)), publish_(std::move(publish)) {}
 
-void LivePools::add_page(const std::vector<nlohmann::json>& items, bool first, bool last) {
+void LivePools::add_page(std::vector<NodePool> pools, bool first, bool last) {
   if (first) listing_.clear();
-  for (const nlohmann::json& item : items) {
-    const std::string name = kube::object_name(item);
-    if (auto pool = read_pool(item, name)) listing_.insert_or_assign(name, std::move(*pool));
+  for (NodePool& pool : pools) {
+    std::string name = pool.name;
+    listing_.insert_or_assign(std::move(name), std::move(pool));
   }
   if (!last) return;
   pools_ = std::exchange(listing_, {});
   publish(true);
 }
 
-void LivePools::apply(const std::vector<kube::ObjectChange>& changes) {
+void LivePools::apply(std::vector<kube::NodePoolChange> changes) {
   bool changed = false;
-  for (const kube::ObjectChange& change : changes) {
-    std::optional<NodePool> pool;
-    if (change.kind == kube::ObjectChange::Kind::upsert) {
-      pool = read_pool(change.object, change.name);
-    }
+  for (kube::NodePoolChange& change : changes) {
+    std::optional<NodePool>& pool = change.object;
     if (!pool) {
       changed = pools_.erase(change.name) > 0 || changed;
       continue;

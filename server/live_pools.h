@@ -1,16 +1,16 @@
 #pragma once
 // The Karpenter NodePools of a watched cluster (karpenter.sh/v1), as the
 // pools the published inventory holds beside the cluster's nodes
-// (ServerState::set_cluster_pools): lists and watch events
-// (kube/object_watcher.h) folded into the set of NodePools by name, handed
-// on whole after each list and each batch of events.
+// (ServerState::set_cluster_pools): lists and watch events, read by the
+// watcher (kube/object_watcher.h), folded into the set of NodePools by
+// name, handed on whole after each list and each batch of events.
 //
 // NodePools change seldom (an operator edits one), so nothing is
 // coalesced: each batch that changes what cudagate reads of them publishes
-// (Karpenter's own status updates do not). A NodePool that cannot be read is left
-// out, logged with its name and field, and its earlier form with it, so
-// that no decision is made on a pool as it was before an edit cudagate
-// cannot read.
+// (Karpenter's own status updates do not). A NodePool that cannot be read
+// (logged by the watcher with its name and field) is left out of its page,
+// and a change with no object drops the NodePool of its name, so that no
+// decision is made on a pool as it was before an edit cudagate cannot read.
 //
 // add_page() and apply() are called by one watcher, one call at a time;
 // the publish runs on `executor` (the server's reload thread), in order.
@@ -18,7 +18,6 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <functional>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -36,9 +35,9 @@ class LivePools {
 
   // A page of a list: `first` begins it, `last` ends it, and then its
   // NodePools replace every one known.
-  void add_page(const std::vector<nlohmann::json>& items, bool first, bool last);
+  void add_page(std::vector<NodePool> pools, bool first, bool last);
   // Watch events, in order.
-  void apply(const std::vector<kube::ObjectChange>& changes);
+  void apply(std::vector<kube::NodePoolChange> changes);
 
  private:
   void publish(bool from_list);

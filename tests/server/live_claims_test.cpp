@@ -7,8 +7,13 @@
 
 #include <boost/asio/io_context.hpp>
 #include <chrono>
+#include <optional>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "kube/watched_objects.h"
 
 namespace cudagate {
 namespace {
@@ -39,6 +44,14 @@ json claim_object(const std::string& name) {
                                      {"exactly", {{"deviceClassName", "gpu.nvidia.com"}}}}})}}}}}};
 }
 
+// The claim of `object`, read as the watcher reads it.
+ClaimSpec read_claim(const json& object) {
+  auto claim = kube::read_watched<ClaimSpec>(object, "");
+  if (!claim) throw std::runtime_error(claim.error().str());
+  if (!*claim) throw std::runtime_error("made for a pod");
+  return std::move(**claim);
+}
+
 class LiveClaimsTest : public ::testing::Test {
  protected:
   LiveClaimsTest()
@@ -59,9 +72,9 @@ class LiveClaimsTest : public ::testing::Test {
 };
 
 TEST_F(LiveClaimsTest, ListsThenEvents) {
-  live_.add_page(Source::templates, {template_object("one-gpu")}, true, false);
-  live_.add_page(Source::templates, {template_object("h100")}, false, true);
-  live_.add_page(Source::claims, {claim_object("isolated-gpu")}, true, true);
+  live_.add_page(Source::templates, {read_claim(template_object("one-gpu"))}, true, false);
+  live_.add_page(Source::templates, {read_claim(template_object("h100"))}, false, true);
+  live_.add_page(Source::claims, {read_claim(claim_object("isolated-gpu"))}, true, true);
   settle();
   ASSERT_FALSE(published_.empty());
   EXPECT_TRUE(published_.back().templates_listed);
@@ -70,8 +83,8 @@ TEST_F(LiveClaimsTest, ListsThenEvents) {
   const auto before = published_.back().catalog;
 
   live_.apply(Source::templates,
-              {{kube::ObjectChange::Kind::upsert, "ml", "late", template_object("late")},
-               {kube::ObjectChange::Kind::remove, "ml", "h100", template_object("h100")}});
+              {{kube::ClaimChange::Kind::upsert, "ml", "late", read_claim(template_object("late"))},
+               {kube::ClaimChange::Kind::remove, "ml", "h100", std::nullopt}});
   settle();
   EXPECT_TRUE(knows("ResourceClaimTemplate", "late"));
   EXPECT_FALSE(knows("ResourceClaimTemplate", "h100"));
@@ -80,13 +93,26 @@ TEST_F(LiveClaimsTest, ListsThenEvents) {
   EXPECT_NE(before->find("ResourceClaimTemplate", "ml", "h100"), nullptr);
 
   // A relist of templates replaces the templates only.
-  live_.add_page(Source::templates, {template_object("one-gpu")}, true, true);
+  live_.add_page(Source::templates, {read_claim(template_object("one-gpu"))}, true, true);
   settle();
   EXPECT_FALSE(knows("ResourceClaimTemplate", "late"));
   EXPECT_TRUE(knows("ResourceClaim", "isolated-gpu"));
 }
 
+// What the watcher leaves out of a page never reaches the catalog, and a
+// change it could not read drops the claim of its name.
 TEST_F(LiveClaimsTest, ClaimsMadeForPodsAndUnreadableOnesAreLeftOut) {
+  kube::ObjectWatcherHandlers<ClaimSpec> handlers;
+  handlers.on_page = [this](std::vector<ClaimSpec> claims, bool first, bool last) {
+    live_.add_page(Source::claims, std::move(claims), first, last);
+  };
+  handlers.on_changes = [this](std::vector<kube::ClaimChange> changes) {
+    live_.apply(Source::claims, std::move(changes));
+  };
+  kube::ObjectCollection<ClaimSpec> collection(
+      handlers, kube::ApiCallId::inventory_list_resourceclaims,
+      kube::ApiCallId::inventory_watch_resourceclaims, kube::kDraVersions);
+
   json made = claim_object("train-gpu-x7k2p");
   made["metadata"]["ownerReferences"] =
       json::array({{{"apiVersion", "v1"}, {"kind", "Pod"}, {"name", "train"}, {"uid", "1"}}});
@@ -94,11 +120,26 @@ TEST_F(LiveClaimsTest, ClaimsMadeForPodsAndUnreadableOnesAreLeftOut) {
   annotated["metadata"]["annotations"] = {{"resource.kubernetes.io/pod-claim-name", "gpu"}};
   json broken = claim_object("broken");
   broken["spec"]["devices"]["requests"] = "gpu";
-  live_.add_page(Source::claims, {made, annotated, broken, claim_object("shared")}, true, true);
+  const json page = {{"kind", "ResourceClaimList"},
+                     {"metadata", {{"resourceVersion", "1"}}},
+                     {"items", json::array({made, annotated, broken, claim_object("shared"),
+                                            claim_object("other")})}};
+  ASSERT_TRUE(collection.read_page(page.dump()));
+  collection.deliver_page(true, true);
   settle();
   ASSERT_FALSE(published_.empty());
-  EXPECT_EQ(published_.back().catalog->size(), 1u);
+  EXPECT_EQ(published_.back().catalog->size(), 2u);
   EXPECT_TRUE(knows("ResourceClaim", "shared"));
+
+  // An edit that cannot be read: the claim is no longer judged as it was.
+  json shared_broken = claim_object("shared");
+  shared_broken["spec"]["devices"]["requests"] = "gpu";
+  ASSERT_TRUE(collection.read_event(json{{"type", "MODIFIED"}, {"object", shared_broken}}.dump()));
+  collection.flush_events();
+  settle();
+  EXPECT_EQ(published_.back().catalog->size(), 1u);
+  EXPECT_FALSE(knows("ResourceClaim", "shared"));
+  EXPECT_TRUE(knows("ResourceClaim", "other"));
 }
 
 }  // namespace

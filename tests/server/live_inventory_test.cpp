@@ -9,6 +9,7 @@
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -263,7 +264,7 @@ TEST_F(LiveSlicesTest, SlicesPatchTheirNodesAndNodeEventsKeepTheDevices) {
 
   // A driver rollout: the slice's pool in a new generation.
   live_.apply_slices(
-      {{SliceChange::Kind::upsert, "a-gpu.nvidia.com-x1", gpu_slice("a", "12.4.0", 2)}});
+      {{kube::SliceChange::Kind::upsert, "", "a-gpu.nvidia.com-x1", gpu_slice("a", "12.4.0", 2)}});
   settle();
   EXPECT_EQ(device_cuda(*published_.back().inventory, "a"), "12.4.0");
 
@@ -278,7 +279,7 @@ TEST_F(LiveSlicesTest, SlicesPatchTheirNodesAndNodeEventsKeepTheDevices) {
   EXPECT_NE(read.label("example.com/rack"), nullptr);
 
   // The slice deleted: no devices.
-  live_.apply_slices({{SliceChange::Kind::remove, "a-gpu.nvidia.com-x1", {}}});
+  live_.apply_slices({{kube::SliceChange::Kind::remove, "", "a-gpu.nvidia.com-x1", std::nullopt}});
   settle();
   EXPECT_EQ(device_cuda(*published_.back().inventory, "a"), "");
 }
@@ -298,27 +299,52 @@ TEST_F(LiveSlicesTest, ANodeListAttachesTheSlicesKnown) {
 }
 
 TEST(SliceChanges, OtherDriversAndUnreadableSlicesAreRemovals) {
-  const auto slice = [](const std::string& driver) {
-    return nlohmann::json{{"apiVersion", "resource.k8s.io/v1"},
-                          {"kind", "ResourceSlice"},
-                          {"metadata", {{"name", "s"}}},
-                          {"spec",
-                           {{"driver", driver},
-                            {"nodeName", "a"},
-                            {"pool", {{"name", "a"}, {"generation", 1}}},
-                            {"devices", nlohmann::json::array()}}}};
+  const auto slice = [](const std::string& driver, const std::string& node) {
+    ResourceSlice out = gpu_slice("a", "12.2.0");
+    out.name = "s";
+    out.driver = driver;
+    out.node_name = node;
+    return out;
   };
-  nlohmann::json broken = slice("gpu.nvidia.com");
-  broken["spec"]["pool"]["generation"] = "one";
-  auto changes = slice_changes(
-      {{kube::ObjectChange::Kind::upsert, "", "s", slice("gpu.nvidia.com")},
-       {kube::ObjectChange::Kind::upsert, "", "s", slice("compute-domain.nvidia.com")},
-       {kube::ObjectChange::Kind::upsert, "", "s", broken}});
-  ASSERT_EQ(changes.size(), 3u);
-  EXPECT_EQ(changes[0].kind, SliceChange::Kind::upsert);
-  EXPECT_EQ(changes[0].slice.node_name, "a");
-  EXPECT_EQ(changes[1].kind, SliceChange::Kind::remove);
-  EXPECT_EQ(changes[2].kind, SliceChange::Kind::remove);
+  using Kind = kube::SliceChange::Kind;
+  // An unreadable slice reaches the inventory as no object (kube/object_watcher.h).
+  auto changes =
+      nvidia_slice_changes({{Kind::upsert, "", "s", slice("gpu.nvidia.com", "a")},
+                            {Kind::upsert, "", "s", slice("compute-domain.nvidia.com", "a")},
+                            {Kind::upsert, "", "s", std::nullopt},
+                            {Kind::upsert, "", "s", slice("gpu.nvidia.com", "")},
+                            {Kind::remove, "", "s", std::nullopt}});
+  ASSERT_EQ(changes.size(), 5u);
+  ASSERT_TRUE(changes[0].object.has_value());
+  EXPECT_EQ(changes[0].object->node_name, "a");
+  for (std::size_t i = 1; i < changes.size(); ++i) {
+    EXPECT_FALSE(changes[i].object.has_value()) << i;
+    EXPECT_EQ(changes[i].name, "s") << i;
+  }
+
+  const auto kept = nvidia_slices({slice("compute-domain.nvidia.com", "a"),
+                                   slice("gpu.nvidia.com", "b"), slice("gpu.nvidia.com", "")});
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_EQ(kept[0].node_name, "b");
+}
+
+// Another driver's slice, in a list or an event, gives its node no devices.
+TEST_F(LiveSlicesTest, OnlyNvidiasSlicesOnANodeAreNodeFacts) {
+  ResourceSlice domain = gpu_slice("b", "12.8.0");
+  domain.name = "b-compute-domain";
+  domain.driver = "compute-domain.nvidia.com";
+  live_.replace_all({plain_node("a"), plain_node("b")});
+  live_.add_slice_page({gpu_slice("a", "12.2.0"), domain}, true, true);
+  settle();
+  EXPECT_EQ(device_cuda(*published_.back().inventory, "a"), "12.2.0");
+  EXPECT_EQ(device_cuda(*published_.back().inventory, "b"), "");
+
+  // An NVIDIA slice that becomes another driver's is gone from its node.
+  ResourceSlice moved = gpu_slice("a", "12.2.0");
+  moved.driver = "compute-domain.nvidia.com";
+  live_.apply_slices({{kube::SliceChange::Kind::upsert, "", moved.name, moved}});
+  settle();
+  EXPECT_EQ(device_cuda(*published_.back().inventory, "a"), "");
 }
 
 }  // namespace

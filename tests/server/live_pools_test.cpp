@@ -7,16 +7,20 @@
 
 #include <boost/asio/io_context.hpp>
 #include <chrono>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "kube/watched_objects.h"
 
 namespace cudagate {
 namespace {
 
 using nlohmann::json;
 
-json node_pool(const std::string& name, const std::string& gpu) {
+json node_pool_json(const std::string& name, const std::string& gpu) {
   return {{"apiVersion", "karpenter.sh/v1"},
           {"kind", "NodePool"},
           {"metadata",
@@ -30,6 +34,20 @@ json node_pool(const std::string& name, const std::string& gpu) {
                                                {"operator", "In"},
                                                {"values", json::array({gpu})}}})}}}}}}}};
 }
+
+// A NodePool read as the watcher reads it.
+NodePool read_pool(const json& object) {
+  const std::string name = object["metadata"]["name"];
+  auto pool = kube::read_watched<NodePool>(object, name);
+  if (!pool) throw std::runtime_error(pool.error().str());
+  return std::move(**pool);
+}
+
+NodePool node_pool(const std::string& name, const std::string& gpu) {
+  return read_pool(node_pool_json(name, gpu));
+}
+
+using PoolChange = kube::NodePoolChange;
 
 class LivePoolsTest : public ::testing::Test {
  protected:
@@ -64,11 +82,11 @@ TEST_F(LivePoolsTest, ListsThenEvents) {
   EXPECT_EQ(names(), (std::vector<std::string>{"gpu-h100", "gpu-t4"}));
   EXPECT_EQ(published_.back().first.front().driver, "570.124.06");
 
-  json changed = node_pool("gpu-t4", "t4");
+  json changed = node_pool_json("gpu-t4", "t4");
   changed["metadata"]["annotations"]["cudagate.io/driver-version"] = "580.65.06";
-  live_.apply({{kube::ObjectChange::Kind::upsert, "", "gpu-t4", changed},
-               {kube::ObjectChange::Kind::remove, "", "gpu-h100", {}},
-               {kube::ObjectChange::Kind::upsert, "", "gpu-l4", node_pool("gpu-l4", "l4")}});
+  live_.apply({{PoolChange::Kind::upsert, "", "gpu-t4", read_pool(changed)},
+               {PoolChange::Kind::remove, "", "gpu-h100", std::nullopt},
+               {PoolChange::Kind::upsert, "", "gpu-l4", node_pool("gpu-l4", "l4")}});
   settle();
   ASSERT_EQ(published_.size(), 2U);
   EXPECT_FALSE(published_.back().second);
@@ -78,8 +96,8 @@ TEST_F(LivePoolsTest, ListsThenEvents) {
   // Karpenter writing the pool's status changes nothing cudagate reads.
   json status = changed;
   status["status"] = {{"resources", {{"nodes", "3"}}}};
-  live_.apply({{kube::ObjectChange::Kind::upsert, "", "gpu-t4", status},
-               {kube::ObjectChange::Kind::remove, "", "gpu-gone", {}}});
+  live_.apply({{PoolChange::Kind::upsert, "", "gpu-t4", read_pool(status)},
+               {PoolChange::Kind::remove, "", "gpu-gone", std::nullopt}});
   settle();
   EXPECT_EQ(published_.size(), 2U);
 
@@ -89,17 +107,38 @@ TEST_F(LivePoolsTest, ListsThenEvents) {
   EXPECT_EQ(names(), (std::vector<std::string>{"gpu-a100"}));
 }
 
+// The watcher leaves an unreadable NodePool out of its page, and hands on
+// an edit it cannot read as a change with no object.
 TEST_F(LivePoolsTest, UnreadableNodePoolsAreLeftOutWithTheirEarlierForm) {
-  json broken = node_pool("gpu-t4", "t4");
+  kube::ObjectWatcherHandlers<NodePool> handlers;
+  handlers.on_page = [this](std::vector<NodePool> pools, bool first, bool last) {
+    live_.add_page(std::move(pools), first, last);
+  };
+  handlers.on_changes = [this](std::vector<PoolChange> changes) {
+    live_.apply(std::move(changes));
+  };
+  kube::ObjectCollection<NodePool> collection(handlers, kube::ApiCallId::inventory_list_nodepools,
+                                              kube::ApiCallId::inventory_watch_nodepools,
+                                              kube::kKarpenterVersions);
+  const auto list = [&collection](const json& items) {
+    ASSERT_TRUE(collection.read_page(json{
+        {"kind", "NodePoolList"},
+        {"metadata", {{"resourceVersion", "1"}}},
+        {"items", items}}.dump()));
+    collection.deliver_page(true, true);
+  };
+
+  json broken = node_pool_json("gpu-t4", "t4");
   broken["spec"]["template"]["spec"]["requirements"] = "not a list";
-  live_.add_page({node_pool("gpu-t4", "t4"), node_pool("gpu-l4", "l4")}, true, true);
+  list(json::array({node_pool_json("gpu-t4", "t4"), node_pool_json("gpu-l4", "l4")}));
   settle();
   EXPECT_EQ(names(), (std::vector<std::string>{"gpu-l4", "gpu-t4"}));
   // An edit cudagate cannot read: the pool is no longer judged as it was.
-  live_.apply({{kube::ObjectChange::Kind::upsert, "", "gpu-t4", broken}});
+  ASSERT_TRUE(collection.read_event(json{{"type", "MODIFIED"}, {"object", broken}}.dump()));
+  collection.flush_events();
   settle();
   EXPECT_EQ(names(), (std::vector<std::string>{"gpu-l4"}));
-  live_.add_page({broken, node_pool("gpu-l4", "l4")}, true, true);
+  list(json::array({broken, node_pool_json("gpu-l4", "l4")}));
   settle();
   EXPECT_EQ(names(), (std::vector<std::string>{"gpu-l4"}));
 }
