@@ -24,7 +24,9 @@
 #                                     wheels at pinned versions, into build/cuda-tools
 #                                     (pip --target; skipped when those versions are
 #                                     there): tests/scan compiles CUDA code with them
-#                                     and compares scan/ with cuobjdump's listing.
+#                                     and compares scan/ with cuobjdump's listing; and
+#                                     bitsandbytes' wheel unpacked into build/gpu-wheels,
+#                                     third-party CUDA libraries for the same comparison.
 #                                     scripts/test.sh asks for it; without it those
 #                                     tests are skipped
 #
@@ -170,5 +172,18 @@ if [ "$cuda_tools" = 1 ]; then
     rm -rf "$cuda_tools_dir"
     python3 -m pip install --quiet --disable-pip-version-check --no-input --root-user-action=ignore \
       --target "$cuda_tools_dir" "${wheels[@]}"
+  fi
+  # Third-party CUDA libraries as people install them: bitsandbytes' wheel,
+  # one library per CUDA release it builds for, unpacked for tests/scan to
+  # compare scan/ with cuobjdump on code nvcc here did not make.
+  bnb="$repo/build/gpu-wheels/bitsandbytes"
+  if [ ! -f "$bnb/.done-0.50.2" ]; then
+    echo "installing: bitsandbytes 0.50.2 (its CUDA libraries) into build/gpu-wheels" >&2
+    rm -rf "$bnb"
+    mkdir -p "$bnb"
+    python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+      --platform manylinux_2_24_x86_64 --python-version 3.11 -d "$bnb" bitsandbytes==0.50.2
+    python3 -m zipfile -e "$bnb"/bitsandbytes-0.50.2-*.whl "$bnb/unpacked"
+    touch "$bnb/.done-0.50.2"
   fi
 fi
