@@ -17,6 +17,7 @@
 
 #include "tests/support/dev_certs.h"
 #include "tests/support/http_test_server.h"
+#include "tests/support/loopback_cluster.h"
 
 namespace cudagate::kube {
 namespace {
@@ -53,16 +54,8 @@ HttpTestServer::Answer json_answer(int status, const nlohmann::json& body) {
 }
 
 ClusterConfig config_for(const HttpTestServer& server, const std::string& token) {
-  std::ifstream in(test_support::dev_certs() + "/ca.crt");
-  std::stringstream ca;
-  ca << in.rdbuf();
-  ClusterConfig config;
-  config.source = "test";
-  config.server.host = "127.0.0.1";
-  config.server.port = static_cast<std::uint16_t>(std::stoi(server.port()));
+  ClusterConfig config = ::test_support::loopback_cluster(server, token);
   config.server.path_prefix = "/prefix";
-  config.ca_pem = ca.str();
-  config.token = token;
   return config;
 }
 

@@ -31,6 +31,7 @@
 #include "kube/object_watcher.h"
 #include "tests/support/dev_certs.h"
 #include "tests/support/http_test_server.h"
+#include "tests/support/loopback_cluster.h"
 
 namespace cudagate::kube {
 namespace {
@@ -88,16 +89,7 @@ std::string node_event(const std::string& type, const std::string& name,
 }
 
 ClusterConfig watcher_config(const HttpTestServer& server) {
-  std::ifstream in(test_support::dev_certs() + "/ca.crt");
-  std::stringstream ca;
-  ca << in.rdbuf();
-  ClusterConfig config;
-  config.source = "test";
-  config.server.host = "127.0.0.1";
-  config.server.port = static_cast<std::uint16_t>(std::stoi(server.port()));
-  config.ca_pem = ca.str();
-  config.token = "watch-token";
-  return config;
+  return ::test_support::loopback_cluster(server, "watch-token");
 }
 
 // Lines appended from any thread (the server's handlers, the watcher's

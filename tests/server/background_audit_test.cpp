@@ -19,6 +19,7 @@
 #include "tests/support/dev_certs.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/http_test_server.h"
+#include "tests/support/loopback_cluster.h"
 
 namespace cudagate {
 namespace {
@@ -68,16 +69,7 @@ class AuditApiDouble {
   }
 
   [[nodiscard]] kube::ClusterConfig cluster() const {
-    std::ifstream in(::test_support::dev_certs() + "/ca.crt");
-    std::stringstream ca;
-    ca << in.rdbuf();
-    kube::ClusterConfig config;
-    config.source = "test";
-    config.server.host = "127.0.0.1";
-    config.server.port = static_cast<std::uint16_t>(std::stoi(server_.port()));
-    config.ca_pem = ca.str();
-    config.token = "audit-token";
-    return config;
+    return ::test_support::loopback_cluster(server_, "audit-token");
   }
 
  private:

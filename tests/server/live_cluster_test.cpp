@@ -21,6 +21,7 @@
 #include "tests/support/dev_certs.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/http_test_server.h"
+#include "tests/support/loopback_cluster.h"
 
 namespace cudagate {
 namespace {
@@ -137,16 +138,7 @@ HttpTestServer::Answer live_cluster_api(const HttpTestServer::Request& request, 
 }
 
 kube::ClusterConfig live_cluster_config(const HttpTestServer& server) {
-  std::ifstream in(::test_support::dev_certs() + "/ca.crt");
-  std::stringstream ca;
-  ca << in.rdbuf();
-  kube::ClusterConfig config;
-  config.source = "test";
-  config.server.host = "127.0.0.1";
-  config.server.port = static_cast<std::uint16_t>(std::stoi(server.port()));
-  config.ca_pem = ca.str();
-  config.token = "t";
-  return config;
+  return ::test_support::loopback_cluster(server, "t");
 }
 
 // A LiveCluster over `server`, its requests and its folding on the test's

@@ -17,6 +17,7 @@
 
 #include "tests/support/dev_certs.h"
 #include "tests/support/http_test_server.h"
+#include "tests/support/loopback_cluster.h"
 
 namespace cudagate {
 namespace {
@@ -25,16 +26,7 @@ using nlohmann::json;
 using ::test_support::HttpTestServer;
 
 kube::ClusterConfig report_writer_cluster(const HttpTestServer& server) {
-  std::ifstream in(::test_support::dev_certs() + "/ca.crt");
-  std::stringstream ca;
-  ca << in.rdbuf();
-  kube::ClusterConfig config;
-  config.source = "test";
-  config.server.host = "127.0.0.1";
-  config.server.port = static_cast<std::uint16_t>(std::stoi(server.port()));
-  config.ca_pem = ca.str();
-  config.token = "audit-token";
-  return config;
+  return ::test_support::loopback_cluster(server, "audit-token");
 }
 
 json report_writer_report(const char* api_version, const char* kind, const std::string& ns,
