@@ -78,6 +78,16 @@ std::optional<std::string> blob_path(const std::string& dir, const std::string& 
   return dir + "/blobs/" + algorithm + "/" + hex;
 }
 
+// The member `key` of `object` when both are objects; an empty object
+// otherwise, so that a store whose JSON has the wrong shape reads as missing
+// fields (named in the errors that follow), never as a thrown type error.
+const json& object_at(const json& object, std::string_view key) {
+  static const json kEmpty = json::object();
+  if (!object.is_object()) return kEmpty;
+  const auto it = object.find(key);
+  return it != object.end() && it->is_object() ? *it : kEmpty;
+}
+
 std::string string_at(const json& object, std::string_view key) {
   if (!object.is_object()) return {};
   const auto it = object.find(key);
@@ -111,11 +121,11 @@ Expected<json> pick_reference(const json& index, const std::string& shown,
                               const std::string& reference) {
   const auto manifests = index.find("manifests");
   if (manifests == index.end() || !manifests->is_array() || manifests->empty()) {
-    return Error{field_path(shown, "manifests"), "expected a non-empty list"};
+    return Error{place(shown, 0, "manifests"), "expected a non-empty list"};
   }
   std::vector<std::string> refs;
   for (const json& entry : *manifests) {
-    const std::string ref = string_at(entry.value("annotations", json::object()), kRefAnnotation);
+    const std::string ref = string_at(object_at(entry, "annotations"), kRefAnnotation);
     if (!reference.empty() && ref == reference) return entry;
     if (!ref.empty()) refs.push_back(quote(ref));
   }
@@ -144,14 +154,15 @@ Expected<std::pair<json, std::string>> resolve_manifest(const std::string& dir, 
     if (!is_index(media_type) && !manifest->contains("manifests")) {
       return std::pair{std::move(*manifest), digest};
     }
-    const json& list = (*manifest)["manifests"];
-    if (!list.is_array())
-      return Error{field_path("blob " + digest, "manifests"), "expected a list"};
+    const auto list = manifest->find("manifests");  // end() for a non-object
+    if (list == manifest->end() || !list->is_array()) {
+      return Error{place("blob " + digest, 0, "manifests"), "expected a list"};
+    }
     const std::string want = platform.empty() ? std::string(kDefaultPlatform) : platform;
     std::optional<json> chosen;
     std::vector<std::string> offered;
-    for (const json& entry : list) {
-      const std::string have = platform_of(entry.value("platform", json::object()));
+    for (const json& entry : *list) {
+      const std::string have = platform_of(object_at(entry, "platform"));
       if (platform_matches(have, want)) {
         chosen = entry;
         break;
@@ -178,13 +189,13 @@ std::optional<Error> scan_manifest_layers(const std::string& dir, const json& ma
                                           const std::string& digest, scan::ImageScanner& scanner) {
   const auto layers = manifest.find("layers");
   if (layers == manifest.end() || !layers->is_array()) {
-    return Error{field_path("blob " + digest, "layers"), "expected a list"};
+    return Error{place("blob " + digest, 0, "layers"), "expected a list"};
   }
   for (std::size_t i = 0; i < layers->size(); ++i) {
     const std::string layer_digest = string_at((*layers)[i], "digest");
     const auto path = blob_path(dir, layer_digest);
     if (!path) {
-      return Error{field_path(index_path(field_path("blob " + digest, "layers"), i), "digest"),
+      return Error{place("blob " + digest, 0, field_path(index_path("layers", i), "digest")),
                    "not a digest: " + quote(layer_digest)};
     }
     const std::string name = "layer " + std::to_string(i + 1) + " " + layer_digest;
@@ -261,8 +272,7 @@ Expected<ScannedImage> scan_oci_layout(const std::string& dir, const std::string
   auto manifest = resolve_manifest(dir, std::move(*descriptor), platform);
   if (!manifest) return manifest.error();
   out.digest = manifest->second;
-  const std::string config_digest =
-      string_at(manifest->first.value("config", json::object()), "digest");
+  const std::string config_digest = string_at(object_at(manifest->first, "config"), "digest");
   if (const auto config_path = blob_path(dir, config_digest)) {
     if (auto config = read_json(*config_path, "blob " + config_digest)) {
       out.platform = platform_of(*config);
@@ -320,14 +330,14 @@ Expected<ScannedImage> scan_docker_archive(const std::string& file, const std::s
   }
   const auto layers = image.find("Layers");
   if (layers == image.end() || !layers->is_array()) {
-    return Error{field_path(index_path(shown, 0), "Layers"), "expected a list"};
+    return Error{place(shown, 0, "[0].Layers"), "expected a list"};
   }
   scan::ImageScanner scanner(limits);
   for (std::size_t i = 0; i < layers->size(); ++i) {
     const std::string name = (*layers)[i].is_string() ? (*layers)[i].get<std::string>() : "";
     const auto* member = archive.find(name);
     if (member == nullptr) {
-      return Error{index_path(field_path(index_path(shown, 0), "Layers"), i),
+      return Error{place(shown, 0, index_path("[0].Layers", i)),
                    "names no file of the archive: " + quote(name)};
     }
     const std::string layer = "layer " + std::to_string(i + 1) + " " + name;

@@ -78,6 +78,14 @@ Decompressor::~Decompressor() {
 
 std::optional<Error> Decompressor::feed(std::span<const std::byte> chunk, const Sink& sink) {
   if (failed_) return failed_;
+  // zlib counts its input in a 32-bit uInt: a larger chunk goes in slices.
+  constexpr std::size_t kMaxSlice = std::size_t{1} << 30;
+  if (chunk.size() > kMaxSlice) {
+    for (; !chunk.empty(); chunk = chunk.subspan(std::min(chunk.size(), kMaxSlice))) {
+      if (auto error = feed(chunk.first(std::min(chunk.size(), kMaxSlice)), sink)) return error;
+    }
+    return std::nullopt;
+  }
   bytes_in_ += chunk.size();
   const auto hand_out = [&](std::span<const std::byte> piece) -> std::optional<Error> {
     if (piece.empty()) return std::nullopt;

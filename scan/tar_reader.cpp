@@ -315,7 +315,7 @@ void TarReader::apply_pax() {
   std::string_view rest = meta_;
   while (!rest.empty()) {
     const std::size_t space = rest.find(' ');
-    if (space == std::string_view::npos || space == 0 || space > 20) return;
+    if (space == std::string_view::npos || space == 0 || space > 19) return;  // fits in 64 bits
     std::uint64_t length = 0;
     for (std::size_t i = 0; i < space; ++i) {
       if (rest[i] < '0' || rest[i] > '9') return;

@@ -199,6 +199,36 @@ TEST_F(ImageFiles, LayoutErrorsNameTheFileAndTheChoice) {
       << missing.error().str();
 }
 
+TEST(ImageFilesShapes, JsonOfTheWrongShapeIsAnErrorNamingTheFile) {
+  LayerWorkdir work;
+  work.run("mkdir -p oci/blobs/sha256");
+  work.write("oci/oci-layout", R"({"imageLayoutVersion": "1.0.0"})");
+  const std::string dir = (work.path() / "oci").string();
+  const std::string blob(64, 'a');
+  work.write("oci/blobs/sha256/" + blob, "[1, 2]");  // a manifest that is a list
+  struct Row {
+    std::string index;
+    std::string error;
+  };
+  const Row rows[] = {
+      {"[]", dir + "/index.json: manifests: expected a non-empty list"},
+      {R"({"manifests": ["x"]})", dir + ": a manifest digest that is not one: \"\""},
+      {R"({"manifests": [{"digest": "sha256:../../etc/passwd"}]})",
+       dir + ": a manifest digest that is not one: \"sha256:../../etc/passwd\""},
+      {R"({"manifests": [{"digest": "sha256:)" + blob + R"(", "annotations": 3}]})",
+       "blob sha256:" + blob + ": layers: expected a list"},
+      {R"({"manifests": [{"digest": "sha256:)" + blob +
+           R"(", "mediaType": "application/vnd.oci.image.index.v1+json"}]})",
+       "blob sha256:" + blob + ": manifests: expected a list"},
+  };
+  for (const Row& row : rows) {
+    work.write("oci/index.json", row.index);
+    auto scanned = scan_oci_layout(dir, "", "");
+    ASSERT_FALSE(scanned) << row.index;
+    EXPECT_EQ(scanned.error().str(), row.error) << row.index;
+  }
+}
+
 TEST_F(ImageFiles, TheDockerArchiveSkopeoMakesOfTheLayout) {
   // skopeo verifies each blob's digest as it copies: the layout is sound.
   // Docker's image format takes no zstd layers, so the archive is made of

@@ -13,6 +13,7 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tests/scan/scan_bytes.h"
@@ -53,6 +54,13 @@ fs::path cuda_tools_dir() {
   return fs::path(CUDAGATE_SOURCE_DIR) / "build" / "cuda-tools";
 }
 
+// Under CI=true (.ci/run) a tool the test needs is installed, so its
+// absence fails the test instead of skipping it.
+bool ci() {
+  const char* value = std::getenv("CI");
+  return value != nullptr && std::string_view(value) == "true";
+}
+
 fs::path cuda_tool(const std::string& name) {
   return cuda_tools_dir() / "nvidia" / "cu13" / "bin" / name;
 }
@@ -80,6 +88,8 @@ class NvccOracle : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!fs::exists(cuda_tool("nvcc")) || !fs::exists(cuda_tool("cuobjdump"))) {
+      // CI installs them (scripts/test.sh): there a missing tool is a failure.
+      if (ci()) GTEST_FAIL() << "nvcc and cuobjdump not found under " << cuda_tools_dir();
       GTEST_SKIP() << "nvcc and cuobjdump not found under " << cuda_tools_dir()
                    << ": run scripts/install-deps.sh --cuda-tools";
     }
@@ -288,12 +298,14 @@ TEST_F(NvccOracle, CompressedFatbins) {
 TEST_F(NvccOracle, ThirdPartyLibraries) {
   const fs::path dir = fs::path(CUDAGATE_SOURCE_DIR) / "build" / "gpu-wheels" / "bitsandbytes" /
                        "unpacked" / "bitsandbytes";
-  if (!fs::exists(dir))
+  if (!fs::exists(dir)) {
+    if (ci()) GTEST_FAIL() << dir << " not found";
     GTEST_SKIP() << dir << " not found: run scripts/install-deps.sh --cuda-tools";
+  }
   int compared = 0;
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
-    if (!name.starts_with("libbitsandbytes_cuda")) continue;
+    if (!name.starts_with("libbitsandbytes_cuda") || !name.ends_with(".so")) continue;
     SCOPED_TRACE(name);
     const ByteVector bytes = read_file_bytes(entry.path());
     const GpuCode code = read_gpu_code(as_bytes(bytes));

@@ -31,8 +31,7 @@ Inventory pools_fleet() {
   old.labels = {{"karpenter.sh/nodepool", "gpu"}, {"nvidia.com/cuda.driver.major", "535"}};
   old.allocatable = {{"nvidia.com/gpu", 1}};
   std::vector<Node> nodes = {old};
-  for (Node& n :
-       pool_nodes(std::make_shared<const NodePool>(karpenter_gpu_pool()), db(), 0))
+  for (Node& n : pool_nodes(std::make_shared<const NodePool>(karpenter_gpu_pool()), db(), 0))
     nodes.push_back(std::move(n));
   return Inventory::build(nodes, db());
 }
