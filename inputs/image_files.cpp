@@ -28,6 +28,8 @@ namespace fs = std::filesystem;
 
 constexpr std::size_t kLayerChunkBytes = 1 << 20;
 constexpr std::string_view kDefaultPlatform = "linux/amd64";
+// A docker archive's manifest.json names a few images; far more is no such file.
+constexpr std::uint64_t kMaxArchiveManifestBytes = std::uint64_t{16} << 20;
 constexpr std::string_view kRefAnnotation = "org.opencontainers.image.ref.name";
 
 // The JSON of a file; an Error naming it when unreadable or not JSON.
@@ -214,13 +216,16 @@ struct ArchiveIndex : scan::TarVisitor {
   };
   std::map<std::string, Member> members;
   std::string manifest;
+  std::uint64_t manifest_size = 0;  // as its tar header says; 0 when there is none
   std::string current;
 
   bool on_entry(const scan::TarEntry& entry) override {
     if (entry.type == scan::TarEntry::Type::file) {
       members[entry.path] = Member{entry.content_offset, entry.size, {}};
       current = entry.path;
-      return entry.path == "manifest.json";
+      if (entry.path != "manifest.json") return false;
+      manifest_size = entry.size;
+      return entry.size <= kMaxArchiveManifestBytes;
     }
     if (entry.type == scan::TarEntry::Type::symlink ||
         entry.type == scan::TarEntry::Type::hardlink) {
@@ -305,6 +310,11 @@ Expected<ScannedImage> scan_docker_archive(const std::string& file, const std::s
       }
     }
     if (auto error = tar.finish()) return error->within(file);
+  }
+  if (archive.manifest_size > kMaxArchiveManifestBytes) {
+    return Error{file + ": manifest.json", "is " + std::to_string(archive.manifest_size) +
+                                               " bytes, over the limit of " +
+                                               std::to_string(kMaxArchiveManifestBytes)};
   }
   if (archive.manifest.empty()) return Error{file, "has no manifest.json; not a docker archive"};
   const json manifest = json::parse(archive.manifest, nullptr, false);

@@ -246,6 +246,14 @@ TEST_F(ImageFiles, TheDockerArchiveSkopeoMakesOfTheLayout) {
   ASSERT_FALSE(wrong);
   EXPECT_TRUE(wrong.error().str().ends_with("the image is for linux/arm64, not linux/amd64"))
       << wrong.error().str();
+  work_.run(
+      "mkdir big && head -c 17000000 /dev/zero > big/manifest.json && "
+      "tar -C big -cf big.tar manifest.json");
+  auto big = scan_docker_archive((work_.path() / "big.tar").string(), "");
+  ASSERT_FALSE(big);
+  EXPECT_TRUE(big.error().str().ends_with(
+      "big.tar: manifest.json: is 17000000 bytes, over the limit of 16777216"))
+      << big.error().str();
   work_.write("not-an-archive.tar", std::string(1024, '\0'));
   auto empty = scan_docker_archive((work_.path() / "not-an-archive.tar").string(), "");
   ASSERT_FALSE(empty);
