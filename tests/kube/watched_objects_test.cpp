@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tests/support/captured_log.h"
+#include "tests/support/karpenter_pool.h"
 
 namespace cudagate::kube {
 namespace {
@@ -47,21 +48,6 @@ json watched_claim_json(const std::string& kind, const std::string& name) {
     object["spec"] = {{"devices", {{"requests", requests}}}};
   }
   return object;
-}
-
-json watched_pool_json(const std::string& name) {
-  return {{"apiVersion", "karpenter.sh/v1"},
-          {"kind", "NodePool"},
-          {"metadata",
-           {{"name", name}, {"annotations", {{"cudagate.io/driver-version", "570.124.06"}}}}},
-          {"spec",
-           {{"template",
-             {{"spec",
-               {{"nodeClassRef",
-                 {{"group", "karpenter.k8s.aws"}, {"kind", "EC2NodeClass"}, {"name", "default"}}},
-                {"requirements", json::array({{{"key", "karpenter.k8s.aws/instance-gpu-name"},
-                                               {"operator", "In"},
-                                               {"values", json::array({"t4"})}}})}}}}}}}};
 }
 
 TEST(ReadWatched, ResourceSlicesOfEveryDriver) {
@@ -111,9 +97,9 @@ TEST(ReadWatched, AnUnreadableObjectIsAnErrorThatNamesItAndTheField) {
   claim_requests["spec"]["devices"]["requests"] = "gpu";
   json template_requests = watched_claim_json("ResourceClaimTemplate", "broken");
   template_requests["spec"]["spec"]["devices"]["requests"] = "gpu";
-  json requirements = watched_pool_json("gpu-t4");
+  json requirements = test_support::karpenter_pool_json("gpu-t4", "t4");
   requirements["spec"]["template"]["spec"]["requirements"] = "not a list";
-  json pool_version = watched_pool_json("gpu-t4");
+  json pool_version = test_support::karpenter_pool_json("gpu-t4", "t4");
   pool_version["apiVersion"] = "karpenter.sh/v1beta1";
 
   const std::vector<WatchedErrorRow> rows = {
@@ -183,7 +169,7 @@ TEST(ReadWatched, AClaimMadeForAPodIsNoObject) {
 }
 
 TEST(ReadWatched, NodePoolsAtTheirPlace) {
-  auto pool = read_watched<NodePool>(watched_pool_json("gpu-t4"), "gpu-t4");
+  auto pool = read_watched<NodePool>(test_support::karpenter_pool_json("gpu-t4", "t4"), "gpu-t4");
   ASSERT_TRUE(pool) << pool.error().str();
   ASSERT_TRUE(pool->has_value());
   EXPECT_EQ((*pool)->name, "gpu-t4");
@@ -208,7 +194,7 @@ TEST_F(WatchedObjectTest, AnUnreadableObjectIsLoggedAndNoObject) {
   json claim = watched_claim_json("ResourceClaim", "broken");
   claim["spec"]["devices"]["requests"] = "gpu";
   EXPECT_FALSE(watched_object<ClaimSpec>(claim, "broken").has_value());
-  json pool = watched_pool_json("gpu-t4");
+  json pool = test_support::karpenter_pool_json("gpu-t4", "t4");
   pool["spec"]["template"]["spec"]["requirements"] = "not a list";
   EXPECT_FALSE(watched_object<NodePool>(pool, "gpu-t4").has_value());
   EXPECT_EQ(logged(), (std::vector<std::string>{
@@ -225,7 +211,8 @@ TEST_F(WatchedObjectTest, ReadableObjectsAndClaimsMadeForPodsAreNotLogged) {
       watched_object<ResourceSlice>(watched_slice_json("a-gpu", "gpu.nvidia.com"), "a-gpu");
   ASSERT_TRUE(slice.has_value());
   EXPECT_EQ(slice->name, "a-gpu");
-  const auto pool = watched_object<NodePool>(watched_pool_json("gpu-t4"), "gpu-t4");
+  const auto pool =
+      watched_object<NodePool>(test_support::karpenter_pool_json("gpu-t4", "t4"), "gpu-t4");
   ASSERT_TRUE(pool.has_value());
   EXPECT_EQ(pool->name, "gpu-t4");
   json owned = watched_claim_json("ResourceClaim", "train-gpu-x7k2p");

@@ -21,6 +21,7 @@
 #include "tests/support/dev_certs.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/http_test_server.h"
+#include "tests/support/karpenter_pool.h"
 #include "tests/support/loopback_cluster.h"
 
 namespace cudagate {
@@ -77,19 +78,6 @@ json live_cluster_claim(const std::string& kind, const std::string& name) {
   return object;
 }
 
-json live_cluster_pool(const std::string& name) {
-  return {{"metadata",
-           {{"name", name}, {"annotations", {{"cudagate.io/driver-version", "570.124.06"}}}}},
-          {"spec",
-           {{"template",
-             {{"spec",
-               {{"nodeClassRef",
-                 {{"group", "karpenter.k8s.aws"}, {"kind", "EC2NodeClass"}, {"name", "default"}}},
-                {"requirements", json::array({{{"key", "karpenter.k8s.aws/instance-gpu-name"},
-                                               {"operator", "In"},
-                                               {"values", json::array({"t4"})}}})}}}}}}}};
-}
-
 // A cluster's API server: each collection's list, at v1, or 404 for those
 // it does not serve; a watch says nothing until the server stops.
 HttpTestServer::Answer live_cluster_api(const HttpTestServer::Request& request, bool serves_dra) {
@@ -131,8 +119,9 @@ HttpTestServer::Answer live_cluster_api(const HttpTestServer::Request& request, 
                                json::array({live_cluster_claim("ResourceClaim", "shared"), made})));
   }
   if (serves_dra && is("/apis/karpenter.sh/v1/nodepools?")) {
-    return live_cluster_answer(200, live_cluster_list("NodePool", "karpenter.sh/v1",
-                                                      json::array({live_cluster_pool("gpu-t4")})));
+    return live_cluster_answer(
+        200, live_cluster_list("NodePool", "karpenter.sh/v1",
+                               json::array({test_support::karpenter_pool_json("gpu-t4", "t4")})));
   }
   return live_cluster_answer(404, {{"kind", "Status"}, {"code", 404}, {"message", "not found"}});
 }

@@ -14,26 +14,12 @@
 #include <vector>
 
 #include "kube/watched_objects.h"
+#include "tests/support/karpenter_pool.h"
 
 namespace cudagate {
 namespace {
 
 using nlohmann::json;
-
-json node_pool_json(const std::string& name, const std::string& gpu) {
-  return {{"apiVersion", "karpenter.sh/v1"},
-          {"kind", "NodePool"},
-          {"metadata",
-           {{"name", name}, {"annotations", {{"cudagate.io/driver-version", "570.124.06"}}}}},
-          {"spec",
-           {{"template",
-             {{"spec",
-               {{"nodeClassRef",
-                 {{"group", "karpenter.k8s.aws"}, {"kind", "EC2NodeClass"}, {"name", "default"}}},
-                {"requirements", json::array({{{"key", "karpenter.k8s.aws/instance-gpu-name"},
-                                               {"operator", "In"},
-                                               {"values", json::array({gpu})}}})}}}}}}}};
-}
 
 // A NodePool read as the watcher reads it.
 NodePool read_pool(const json& object) {
@@ -44,7 +30,7 @@ NodePool read_pool(const json& object) {
 }
 
 NodePool node_pool(const std::string& name, const std::string& gpu) {
-  return read_pool(node_pool_json(name, gpu));
+  return read_pool(test_support::karpenter_pool_json(name, gpu));
 }
 
 using PoolChange = kube::NodePoolChange;
@@ -82,7 +68,7 @@ TEST_F(LivePoolsTest, ListsThenEvents) {
   EXPECT_EQ(names(), (std::vector<std::string>{"gpu-h100", "gpu-t4"}));
   EXPECT_EQ(published_.back().first.front().driver, "570.124.06");
 
-  json changed = node_pool_json("gpu-t4", "t4");
+  json changed = test_support::karpenter_pool_json("gpu-t4", "t4");
   changed["metadata"]["annotations"]["cudagate.io/driver-version"] = "580.65.06";
   live_.apply({{PoolChange::Kind::upsert, "", "gpu-t4", read_pool(changed)},
                {PoolChange::Kind::remove, "", "gpu-h100", std::nullopt},
@@ -128,9 +114,10 @@ TEST_F(LivePoolsTest, UnreadableNodePoolsAreLeftOutWithTheirEarlierForm) {
     collection.deliver_page(true, true);
   };
 
-  json broken = node_pool_json("gpu-t4", "t4");
+  json broken = test_support::karpenter_pool_json("gpu-t4", "t4");
   broken["spec"]["template"]["spec"]["requirements"] = "not a list";
-  list(json::array({node_pool_json("gpu-t4", "t4"), node_pool_json("gpu-l4", "l4")}));
+  list(json::array({test_support::karpenter_pool_json("gpu-t4", "t4"),
+                    test_support::karpenter_pool_json("gpu-l4", "l4")}));
   settle();
   EXPECT_EQ(names(), (std::vector<std::string>{"gpu-l4", "gpu-t4"}));
   // An edit cudagate cannot read: the pool is no longer judged as it was.
@@ -138,7 +125,7 @@ TEST_F(LivePoolsTest, UnreadableNodePoolsAreLeftOutWithTheirEarlierForm) {
   collection.flush_events();
   settle();
   EXPECT_EQ(names(), (std::vector<std::string>{"gpu-l4"}));
-  list(json::array({broken, node_pool_json("gpu-l4", "l4")}));
+  list(json::array({broken, test_support::karpenter_pool_json("gpu-l4", "l4")}));
   settle();
   EXPECT_EQ(names(), (std::vector<std::string>{"gpu-l4"}));
 }

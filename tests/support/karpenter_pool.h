@@ -2,7 +2,7 @@
 // A GPU NodePool of Karpenter's AWS provider, as its documentation writes
 // one, read: the pool the node-pool tests of several rooms share (its
 // reading in tests/policy/objects, its nodes in the inventory in
-// tests/policy/inventory).
+// tests/policy/inventory); and a one-kind NodePool as the watchers get it.
 
 #include <gtest/gtest.h>
 
@@ -52,6 +52,24 @@ inline nlohmann::json node_pool_json(const std::string& yaml) {
   auto docs = parse_documents(yaml, "nodepool.yaml");
   EXPECT_TRUE(docs) << (docs ? "" : docs.error().str());
   return docs->front();
+}
+
+// A NodePool `name` of one GPU kind (`gpu`, as Karpenter's AWS provider
+// names it: "t4") with a driver annotation, as the API server sends it.
+inline nlohmann::json karpenter_pool_json(const std::string& name, const std::string& gpu) {
+  using nlohmann::json;
+  return {{"apiVersion", "karpenter.sh/v1"},
+          {"kind", "NodePool"},
+          {"metadata",
+           {{"name", name}, {"annotations", {{"cudagate.io/driver-version", "570.124.06"}}}}},
+          {"spec",
+           {{"template",
+             {{"spec",
+               {{"nodeClassRef",
+                 {{"group", "karpenter.k8s.aws"}, {"kind", "EC2NodeClass"}, {"name", "default"}}},
+                {"requirements", json::array({{{"key", "karpenter.k8s.aws/instance-gpu-name"},
+                                               {"operator", "In"},
+                                               {"values", json::array({gpu})}}})}}}}}}}};
 }
 
 // kKarpenterGpuPool read.
