@@ -389,6 +389,10 @@ Enforcement enforce(const Decision& decision, const Policy& policy,
     }
   }
 
+  if (e.action != EnforcementAction::deny) {
+    for (const std::string& note : decision.notes) e.warnings.push_back("cudagate: " + note);
+  }
+
   record(e, kAuditVerdict, std::string(to_string(decision.verdict)));
   record_decision(e, request, would);
   record(e, kAuditCandidates, std::to_string(decision.candidates));

@@ -142,6 +142,9 @@ void print_decision_text(std::ostream& out, const Decision& decision, const Pain
         << "  note: some candidate GPU nodes have no known driver version; run GPU Feature "
            "Discovery or label them cudagate.io/driver-version\n";
   }
+  for (const std::string& note : decision.notes) {
+    out << '\n' << "  " << paint.yellow("note:") << ' ' << note << '\n';
+  }
   for (const std::string& claim : decision.claims) out << '\n' << "  claim: " << claim << '\n';
 }
 

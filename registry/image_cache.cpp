@@ -40,7 +40,7 @@ bool ImageCache::fresh(const std::string& key, TimePoint now) const {
 }
 
 void ImageCache::found(const std::string& key, const ConfigPtr& config, bool by_digest,
-                       TimePoint now) {
+                       TimePoint now, bool scans_looked_for, std::string manifest_digest) {
   if (!config->digest.empty()) {
     const auto it = configs_.find(config->digest);
     if (it != configs_.end()) {
@@ -51,7 +51,27 @@ void ImageCache::found(const std::string& key, const ConfigPtr& config, bool by_
       trim();
     }
   }
-  store(key, config, "", by_digest ? TimePoint::max() : now + ttl_);
+  // What a digest names never changes, but a scan may be attached to it later.
+  const bool for_good = by_digest && (config->scan != nullptr || !scans_looked_for);
+  store(key, config, "", for_good ? TimePoint::max() : now + ttl_);
+  images_.find(key)->second.manifest_digest = std::move(manifest_digest);
+}
+
+std::size_t ImageCache::attach_scan(const std::string& manifest_digest,
+                                    const std::shared_ptr<const ScanFacts>& scan) {
+  std::size_t changed = 0;
+  if (manifest_digest.empty() || scan == nullptr) return changed;
+  for (auto& [key, image] : images_) {
+    if (image.manifest_digest != manifest_digest || image.config == nullptr ||
+        image.config->scan != nullptr) {
+      continue;
+    }
+    auto copy = std::make_shared<ImageConfig>(*image.config);
+    copy->scan = scan;
+    image.config = std::move(copy);
+    ++changed;
+  }
+  return changed;
 }
 
 void ImageCache::failed(const std::string& key, std::string why, std::chrono::seconds at_least,

@@ -9,7 +9,11 @@
 //   images   key (the image as written and its platform; the caller builds
 //            it) -> the config, or why there is none, fresh until:
 //              found, named by tag     now + ttl
-//              found, named by digest  for good
+//              found, named by digest  for good when the config carries the
+//                                      manifest's scan (ImageConfig::scan),
+//                                      or when no scan was looked for;
+//                                      else now + ttl, so that a scan
+//                                      attached later is found
 //              failed                  now + kFailureTtl, or longer when the
 //                                      failure asks (a 429's Retry-After)
 //            A failure never replaces a config: a registry that fails a
@@ -71,10 +75,22 @@ class ImageCache {
 
   // A lookup's config (not null): the image's entry and the config by its
   // digest (a config without a digest is kept in the image's entry only).
-  void found(const std::string& key, const ConfigPtr& config, bool by_digest, TimePoint now);
+  // `by_digest`: the image was named by digest; `scans_looked_for`: the
+  // lookup asked for the manifest's scan (policy scan.attached).
+  // `manifest_digest`: the image manifest the config was read through,
+  // which attach_scan() finds it by ("" for none).
+  void found(const std::string& key, const ConfigPtr& config, bool by_digest, TimePoint now,
+             bool scans_looked_for = true, std::string manifest_digest = {});
   // A lookup's failure, remembered for kFailureTtl or `at_least` when longer.
   void failed(const std::string& key, std::string why, std::chrono::seconds at_least,
               TimePoint now);
+
+  // A scan of the image manifest `manifest_digest` made after its configs
+  // were stored (serve's own scans): each image entry read through that
+  // manifest whose config has no scan gets a copy with `scan`; its time
+  // stays. Not a use. The number of entries changed.
+  std::size_t attach_scan(const std::string& manifest_digest,
+                          const std::shared_ptr<const ScanFacts>& scan);
 
   // The config stored under `digest` (a use of it), or null.
   [[nodiscard]] ConfigPtr config(const std::string& digest);
@@ -88,6 +104,7 @@ class ImageCache {
     std::string failure;
     TimePoint fresh_until;
     std::list<std::string>::iterator lru;
+    std::string manifest_digest;
   };
   struct Config {
     ConfigPtr config;

@@ -1,58 +1,16 @@
 // The registry protocol of one image lookup: manifests, index, config, the
-// token dance, redirects and the fall back from mirrors to the origin.
+// scan attached to the manifest, the token dance, redirects and the fall
+// back from mirrors to the origin.
 #include "registry/image_lookup.h"
 
 #include <charconv>
 
+#include "registry/authorizer.h"
+#include "registry/scan_attachment.h"
 #include "types/quote.h"
 
 namespace cudagate {
 namespace {
-
-struct Url {
-  bool tls = true;
-  std::string host;
-  std::string target;
-};
-
-// An absolute http(s) URL; nullopt for anything else.
-std::optional<Url> parse_url(std::string_view text) {
-  Url url;
-  if (text.substr(0, 8) == "https://") {
-    text.remove_prefix(8);
-  } else if (text.substr(0, 7) == "http://") {
-    url.tls = false;
-    text.remove_prefix(7);
-  } else {
-    return std::nullopt;
-  }
-  const auto slash = text.find_first_of("/?");
-  url.host = std::string(text.substr(0, slash));
-  if (url.host.empty() || url.host.find('@') != std::string::npos) return std::nullopt;
-  url.target = slash == std::string_view::npos ? "/" : std::string(text.substr(slash));
-  if (url.target.front() == '?') url.target.insert(0, "/");
-  return url;
-}
-
-bool is_unreserved(char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-         c == '.' || c == '_' || c == '~';
-}
-
-std::string percent_encode(std::string_view text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (const char c : text) {
-    if (is_unreserved(c)) {
-      out += c;
-    } else {
-      out += '%';
-      out += kHex[static_cast<unsigned char>(c) >> 4];
-      out += kHex[static_cast<unsigned char>(c) & 0xf];
-    }
-  }
-  return out;
-}
 
 // Retry-After in seconds; an HTTP-date (or nothing) counts as a minute.
 std::chrono::seconds retry_after_of(std::string_view value) {
@@ -98,14 +56,15 @@ void TokenCache::store(std::string host, std::string repository, std::string tok
 
 ImageLookup::ImageLookup(ImageRef ref, Platform platform, std::vector<RegistryEndpoint> endpoints,
                          const Credentials* credentials, TokenCache* tokens,
-                         KnownConfig known_config, LookupLimits limits)
+                         KnownConfig known_config, LookupLimits limits, bool scan_attached)
     : ref_(std::move(ref)),
       platform_(std::move(platform)),
       endpoints_(std::move(endpoints)),
       credentials_(credentials),
       tokens_(tokens),
       known_config_(std::move(known_config)),
-      limits_(limits) {
+      limits_(limits),
+      scan_attached_(scan_attached) {
   if (endpoints_.empty()) {
     fail(LookupFailure::Kind::transport, "no registry endpoint for " + ref_.name());
     return;
@@ -125,13 +84,21 @@ void ImageLookup::start_endpoint() {
   awaiting_token_ = false;
 }
 
+// While the scan is asked for, a failure ends that step only.
 void ImageLookup::fail(LookupFailure::Kind kind, std::string message,
                        std::chrono::seconds retry_after) {
+  if (scan_stage()) {
+    finish_scan(
+        kind == LookupFailure::Kind::invalid ? ScanResult::invalid : ScanResult::unavailable,
+        nullptr, std::move(message));
+    return;
+  }
   result_ = LookupFailure{kind, std::move(message), retry_after, at_.host};
 }
 
+// The scan is asked of the endpoint that gave the manifest only.
 void ImageLookup::next_endpoint_or_fail(LookupFailure::Kind kind, std::string message) {
-  if (endpoint_ + 1 < endpoints_.size()) {
+  if (!scan_stage() && endpoint_ + 1 < endpoints_.size()) {
     ++endpoint_;
     start_endpoint();
     return;
@@ -140,6 +107,14 @@ void ImageLookup::next_endpoint_or_fail(LookupFailure::Kind kind, std::string me
 }
 
 std::string ImageLookup::describe_call() const {
+  if (stage_ == Stage::referrers) {
+    return "referrers " + at_.host + "/" + ref_.repository + "@" + manifest_digest_;
+  }
+  if (stage_ == Stage::referrers_tag) {
+    // The digest is sha256_digest()'s: "sha256:<hex>", tagged "sha256-<hex>".
+    return "referrers tag " + at_.host + "/" + ref_.repository + ":sha256-" +
+           manifest_digest_.substr(7);
+  }
   const char* what = stage_ == Stage::config ? "config " : "manifest ";
   const std::string& name =
       stage_ == Stage::manifest && ref_.digest.empty() ? ref_.tag : expected_digest_;
@@ -147,13 +122,26 @@ std::string ImageLookup::describe_call() const {
          (stage_ == Stage::config ? "@" : ":") + name;
 }
 
+bool ReferrersMemory::lacks_api(std::string_view host, RegistryClock::time_point now) const {
+  const auto it = hosts_.find(host);
+  return it != hosts_.end() && now < it->second;
+}
+
+void ReferrersMemory::lacks(std::string host, RegistryClock::time_point now) {
+  if (hosts_.size() >= kMaxHosts)
+    std::erase_if(hosts_, [&](const auto& h) { return h.second <= now; });
+  if (hosts_.size() >= kMaxHosts) return;
+  hosts_[std::move(host)] = now + kFor;
+}
+
 ImageLookup::Step ImageLookup::next(RegistryClock::time_point now) {
+  now_ = now;
   if (auto* config = std::get_if<ConfigPtr>(&result_)) return *config;
   if (auto* failure = std::get_if<LookupFailure>(&result_)) return *failure;
   if (stage_ == Stage::config && known_config_ && redirects_ == 0) {
     if (ConfigPtr known = known_config_(expected_digest_)) {
-      result_ = known;
-      return known;
+      config_known(std::move(known));
+      if (auto* config = std::get_if<ConfigPtr>(&result_)) return *config;
     }
   }
   in_flight_ = true;
@@ -161,7 +149,7 @@ ImageLookup::Step ImageLookup::next(RegistryClock::time_point now) {
   HttpCall call;
   if (awaiting_token_) {
     call.purpose = HttpCall::Purpose::token;
-    const auto realm = parse_url(challenge_.realm);
+    const auto realm = parse_registry_url(challenge_.realm);
     // parse_url was checked when the challenge arrived.
     call.tls = realm->tls;
     call.host = realm->host;
@@ -169,24 +157,34 @@ ImageLookup::Step ImageLookup::next(RegistryClock::time_point now) {
     char sep = call.target.find('?') == std::string::npos ? '?' : '&';
     if (!challenge_.service.empty()) {
       call.target += sep;
-      call.target += "service=" + percent_encode(challenge_.service);
+      call.target += "service=" + percent_encoded(challenge_.service);
       sep = '&';
     }
     const std::string scope =
         challenge_.scope.empty() ? "repository:" + ref_.repository + ":pull" : challenge_.scope;
     call.target += sep;
-    call.target += "scope=" + percent_encode(scope);
+    call.target += "scope=" + percent_encoded(scope);
     if (credentials_ != nullptr) call.authorization = credentials_->basic_authorization();
     call.accept = "application/json";
     call.max_body = limits_.max_token_bytes;
     return call;
   }
-  call.purpose = stage_ == Stage::config ? HttpCall::Purpose::config : HttpCall::Purpose::manifest;
   call.tls = at_.tls;
   call.host = at_.host;
   call.target = target_;
-  call.accept = stage_ == Stage::config ? std::string("*/*") : manifest_accept();
-  call.max_body = stage_ == Stage::config ? limits_.max_config_bytes : limits_.max_manifest_bytes;
+  if (scan_stage()) {
+    call.purpose = HttpCall::Purpose::referrers;
+    call.accept = std::string(kOciIndex);
+    call.max_body = limits_.max_referrers_bytes;
+  } else if (stage_ == Stage::config) {
+    call.purpose = HttpCall::Purpose::config;
+    call.accept = "*/*";
+    call.max_body = limits_.max_config_bytes;
+  } else {
+    call.purpose = HttpCall::Purpose::manifest;
+    call.accept = manifest_accept();
+    call.max_body = limits_.max_manifest_bytes;
+  }
   const RegistryEndpoint& endpoint = endpoints_[endpoint_];
   if (at_.host == endpoint.host) {
     if (authorization_.empty() && tokens_ != nullptr) {
@@ -210,6 +208,7 @@ void ImageLookup::on_transport_error(const std::string& message) {
 }
 
 void ImageLookup::on_reply(HttpReply reply, RegistryClock::time_point now) {
+  now_ = now;
   in_flight_ = false;
   if (awaiting_token_) return on_token(reply, now);
   on_resource(reply);
@@ -260,7 +259,7 @@ void ImageLookup::follow(std::string_view location) {
     target_ = std::string(location);
     return;
   }
-  const auto url = parse_url(location);
+  const auto url = parse_registry_url(location);
   if (!url) {
     fail(LookupFailure::Kind::invalid,
          describe_call() + ": redirect to an unusable location " + quote(location, 200));
@@ -288,6 +287,17 @@ void ImageLookup::on_resource(HttpReply& reply) {
   if (status == 429) {
     fail(LookupFailure::Kind::rate_limited, describe_call() + ": rate-limited (429)",
          retry_after_of(reply.retry_after));
+    return;
+  }
+  if (status == 404 && stage_ == Stage::referrers) {
+    // A registry without the referrers API: the tag schema instead.
+    if (referrers_memory_ != nullptr) referrers_memory_->lacks(endpoints_[endpoint_].host, now_);
+    ask_scan(Stage::referrers_tag);
+    return;
+  }
+  if (status == 404 && stage_ == Stage::referrers_tag) {
+    finish_scan(ScanResult::none, nullptr,
+                describe_call() + ": not found (404), nor by the referrers API: no scan attached");
     return;
   }
   if (status == 404) {
@@ -337,7 +347,7 @@ void ImageLookup::on_unauthorized(const HttpReply& reply) {
     authorization_ = credentials_->basic_authorization();
     return;
   }
-  if (!parse_url(challenge->realm)) {
+  if (!parse_registry_url(challenge->realm)) {
     fail(LookupFailure::Kind::unauthorized, describe_call() +
                                                 ": Bearer challenge with an unusable realm " +
                                                 quote(challenge->realm, 200));
@@ -351,6 +361,10 @@ void ImageLookup::on_unauthorized(const HttpReply& reply) {
 // A 200: the config read, or the manifest (an index's entry for the
 // platform, else the image's config) named as the next resource.
 void ImageLookup::on_content(const HttpReply& reply) {
+  if (scan_stage()) {
+    on_scan_index(reply);
+    return;
+  }
   // Content named by digest must be that content.
   const std::string digest = sha256_digest(reply.body);
   if (!expected_digest_.empty() && digest != expected_digest_) {
@@ -364,7 +378,7 @@ void ImageLookup::on_content(const HttpReply& reply) {
       fail(LookupFailure::Kind::invalid, describe_call() + ": " + config.error().str());
       return;
     }
-    result_ = std::make_shared<const ImageConfig>(std::move(*config));
+    config_known(std::make_shared<const ImageConfig>(std::move(*config)));
     return;
   }
   auto manifest = parse_manifest(reply.body, reply.content_type);
@@ -381,12 +395,7 @@ void ImageLookup::on_content(const HttpReply& reply) {
     }
     const IndexEntry* entry = select_platform(*manifest, platform_);
     if (entry == nullptr) {
-      std::string offered;
-      for (const IndexEntry& e : manifest->entries) {
-        if (e.platform.os.empty() || e.platform.os == "unknown") continue;
-        offered += offered.empty() ? "" : ", ";
-        offered += e.platform.str();
-      }
+      const std::string offered = platforms_offered(*manifest);
       fail(LookupFailure::Kind::not_found,
            describe_call() + ": the index has no manifest for " + platform_.str() +
                (offered.empty() ? std::string() : " (it has " + offered + ")"));
@@ -395,6 +404,7 @@ void ImageLookup::on_content(const HttpReply& reply) {
     stage_ = Stage::platform_manifest;
     expected_digest_ = entry->digest;
   } else {
+    manifest_digest_ = digest;
     stage_ = Stage::config;
     expected_digest_ = manifest->config_digest;
   }
@@ -404,6 +414,59 @@ void ImageLookup::on_content(const HttpReply& reply) {
   auth_attempts_ = 0;
   target_ = "/v2/" + ref_.repository + (stage_ == Stage::config ? "/blobs/" : "/manifests/") +
             expected_digest_;
+}
+
+void ImageLookup::config_known(ConfigPtr config) {
+  config_ = std::move(config);
+  if (!scan_attached_ || manifest_digest_.empty()) {
+    finish_scan(ScanResult::off, nullptr, "");
+    return;
+  }
+  ask_scan(Stage::referrers);
+}
+
+void ImageLookup::ask_scan(Stage stage) {
+  if (stage == Stage::referrers && referrers_memory_ != nullptr &&
+      referrers_memory_->lacks_api(endpoints_[endpoint_].host, now_)) {
+    stage = Stage::referrers_tag;
+  }
+  stage_ = stage;
+  at_ = endpoints_[endpoint_];
+  redirects_ = 0;
+  auth_attempts_ = 0;
+  expected_digest_.clear();
+  target_ = stage == Stage::referrers ? referrers_target(ref_.repository, manifest_digest_)
+                                      : referrers_tag_target(ref_.repository, manifest_digest_);
+}
+
+void ImageLookup::finish_scan(ScanResult result, std::shared_ptr<const ScanFacts> scan,
+                              std::string problem) {
+  scan_result_ = result;
+  scan_problem_ = std::move(problem);
+  const bool same = config_->scan == scan ||
+                    (config_->scan != nullptr && scan != nullptr && *config_->scan == *scan);
+  if (same) {
+    result_ = config_;
+    return;
+  }
+  auto config = std::make_shared<ImageConfig>(*config_);
+  config->scan = std::move(scan);
+  result_ = ConfigPtr(std::move(config));
+}
+
+// A 200 of either referrers call: the index of the manifest's referrers.
+void ImageLookup::on_scan_index(const HttpReply& reply) {
+  auto read = read_referrers(reply.body, manifest_digest_);
+  if (!read) {
+    finish_scan(ScanResult::invalid, nullptr, describe_call() + ": " + read.error().str());
+    return;
+  }
+  if (!read->has_value()) {
+    finish_scan(ScanResult::none, nullptr,
+                describe_call() + ": no scan of " + manifest_digest_ + " among its referrers");
+    return;
+  }
+  finish_scan(ScanResult::found, std::make_shared<const ScanFacts>(std::move(**read)), "");
 }
 
 }  // namespace cudagate

@@ -2,11 +2,10 @@
 // digests checked with OpenSSL.
 #include "registry/manifest.h"
 
-#include <openssl/evp.h>
-
-#include <array>
 #include <nlohmann/json.hpp>
+#include <span>
 
+#include "registry/blob_digest.h"
 #include "types/json_depth.h"
 #include "types/quote.h"
 
@@ -217,16 +216,19 @@ bool is_sha256_digest(std::string_view text) {
 }
 
 std::string sha256_digest(std::string_view content) {
-  std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
-  unsigned int length = 0;
-  EVP_Digest(content.data(), content.size(), md.data(), &length, EVP_sha256(), nullptr);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out = "sha256:";
-  for (unsigned int i = 0; i < length; ++i) {
-    out += kHex[md[i] >> 4];
-    out += kHex[md[i] & 0xf];
+  BlobDigest digest;
+  digest.update(std::as_bytes(std::span(content.data(), content.size())));
+  return digest.finish();
+}
+
+std::string platforms_offered(const Manifest& index) {
+  std::string offered;
+  for (const IndexEntry& e : index.entries) {
+    if (e.platform.os.empty() || e.platform.os == "unknown") continue;
+    offered += offered.empty() ? "" : ", ";
+    offered += e.platform.str();
   }
-  return out;
+  return offered;
 }
 
 bool digest_matches(std::string_view digest, std::string_view content) {

@@ -68,6 +68,9 @@ struct Manifest {
 // such entry wins. nullptr when the index has none (attestation manifests,
 // platform "unknown/unknown", never match).
 [[nodiscard]] const IndexEntry* select_platform(const Manifest& index, const Platform& platform);
+// The platforms an index offers, for an error: "linux/amd64, linux/arm64"
+// (attestation manifests left out); "" for none.
+[[nodiscard]] std::string platforms_offered(const Manifest& index);
 
 // Reads an image config's config.Env ("KEY=value") and config.Labels.
 // `digest` is recorded in the result.

@@ -120,6 +120,9 @@ struct RegistryClient::Impl : std::enable_shared_from_this<RegistryClient::Impl>
 
   std::mutex tokens_mutex;  // taken before `mutex`, never after
   TokenCache tokens;
+  ReferrersMemory referrers;  // under tokens_mutex
+
+  std::atomic<ScanSource*> scan_source{nullptr};
 
   // --- cache ---------------------------------------------------------------
 
@@ -160,6 +163,11 @@ struct RegistryClient::Impl : std::enable_shared_from_this<RegistryClient::Impl>
     }
     docker_config = std::make_shared<const DockerConfig>(std::move(parsed).value());
     return docker_config;
+  }
+
+  bool scans_looked_for() {
+    std::lock_guard lock(mutex);
+    return settings.scan_attached;
   }
 
   std::vector<RegistryEndpoint> endpoints_for(const ImageRef& ref) {
@@ -229,8 +237,12 @@ struct RegistryClient::Impl : std::enable_shared_from_this<RegistryClient::Impl>
       if (const Credentials* found = config_file->find(ref.registry)) credentials = *found;
     }
     auto self = shared_from_this();
-    ImageLookup machine(ref, platform, endpoints, credentials ? &*credentials : nullptr, &tokens,
-                        [self](std::string_view digest) { return self->known_config(digest); });
+    const bool scans = scans_looked_for();
+    ImageLookup machine(
+        ref, platform, endpoints, credentials ? &*credentials : nullptr, &tokens,
+        [self](std::string_view digest) { return self->known_config(digest); }, LookupLimits{},
+        scans);
+    machine.remember_referrers(&referrers);
     ImageLookup::Step step;
     while (true) {
       {
@@ -241,10 +253,15 @@ struct RegistryClient::Impl : std::enable_shared_from_this<RegistryClient::Impl>
       if (call == nullptr) break;
       std::chrono::seconds left{0};
       if (host_blocked(call->host, Clock::now(), left)) {
-        step = LookupFailure{LookupFailure::Kind::rate_limited,
-                             call->host + " rate-limited earlier requests; asked again in " +
-                                 std::to_string(left.count()) + " s",
-                             left, call->host};
+        std::string why = call->host + " rate-limited earlier requests; asked again in " +
+                          std::to_string(left.count()) + " s";
+        if (machine.has_config()) {
+          // Only the scan goes without.
+          std::lock_guard lock(tokens_mutex);
+          machine.on_transport_error(why);
+          continue;
+        }
+        step = LookupFailure{LookupFailure::Kind::rate_limited, std::move(why), left, call->host};
         break;
       }
       const auto start = Clock::now();
@@ -270,17 +287,40 @@ struct RegistryClient::Impl : std::enable_shared_from_this<RegistryClient::Impl>
         machine.on_transport_error(reply.error().message);
       }
     }
-    finish(key, ref, step);
+    // A scan that cannot be read is for a person to fix; one that is not
+    // there, or a registry that did not answer for it, is ordinary.
+    using ScanResult = ImageLookup::ScanResult;
+    if (machine.scan_result() == ScanResult::invalid ||
+        machine.scan_result() == ScanResult::unavailable) {
+      spdlog::log(
+          machine.scan_result() == ScanResult::invalid ? spdlog::level::warn : spdlog::level::debug,
+          "scan attached to {} ({}) not read: {}", ref.str(), platform_of(key),
+          machine.scan_problem());
+    }
+    ScanSource* source = scan_source.load();
+    if (source != nullptr && machine.scan_result() == ScanResult::none) {
+      if (const auto* config = std::get_if<ImageLookup::ConfigPtr>(&step)) {
+        if (auto scan = source->scanned(machine.manifest_digest())) {
+          auto copy = std::make_shared<ImageConfig>(**config);
+          copy->scan = std::move(scan);
+          step = ImageLookup::ConfigPtr(std::move(copy));
+        } else {
+          source->unscanned(ref.name(), machine.manifest_digest(), platform.str());
+        }
+      }
+    }
+    finish(key, ref, step, scans, machine.manifest_digest());
   }
 
-  void finish(const std::string& key, const ImageRef& ref, const ImageLookup::Step& step) {
+  void finish(const std::string& key, const ImageRef& ref, const ImageLookup::Step& step,
+              bool scans = true, std::string manifest_digest = {}) {
     std::shared_ptr<Inflight> done;
     std::string result = "found";
     {
       std::lock_guard lock(mutex);
       const auto now = Clock::now();
       if (const auto* config = std::get_if<ImageLookup::ConfigPtr>(&step)) {
-        cache.found(key, *config, !ref.digest.empty(), now);
+        cache.found(key, *config, !ref.digest.empty(), now, scans, std::move(manifest_digest));
       } else if (const auto* failure = std::get_if<LookupFailure>(&step)) {
         result = std::string(to_string(failure->kind));
         cache.failed(key, failure->message, failure->retry_after, now);
@@ -415,6 +455,16 @@ RegistryClient::Answer RegistryClient::cached(std::string_view image, std::strin
   }
   if (impl_->observer != nullptr) impl_->observer->registry_cache(to_string(result));
   return answer;
+}
+
+void RegistryClient::set_scan_source(ScanSource* source) {
+  impl_->scan_source.store(source);
+}
+
+void RegistryClient::attach_scan(const std::string& manifest_digest,
+                                 const std::shared_ptr<const ScanFacts>& scan) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->cache.attach_scan(manifest_digest, scan);
 }
 
 void RegistryClient::lookup(const std::vector<ImageWanted>& wanted,

@@ -20,8 +20,10 @@
 //                                 then go on and fill the cache.
 //
 // Cache (registry/image_cache.h): the image's resolution (image as written
-// + platform -> the config) for cacheTTL when named by tag and for good when
-// named by digest; configs by digest; both LRU within maxCacheEntries;
+// + platform -> the config, with the scan attached to its manifest) for
+// cacheTTL when named by tag, and when named by digest for good once it
+// has its scan (or scans are not looked for; else for cacheTTL, so that a
+// scan attached later is found); configs by digest; both LRU within maxCacheEntries;
 // failures for ImageCache::kFailureTtl (a 429 for as long as its Retry-After
 // asks, during which that registry host is not asked at all).
 //
@@ -65,6 +67,19 @@ class RegistryObserver {
   virtual void registry_cache_size(std::size_t images, std::size_t configs) = 0;
 };
 
+// Scans made without the registry's attachment (serve's background scans,
+// server/background_scans.h), asked from io_context threads.
+class ScanSource {
+ public:
+  virtual ~ScanSource() = default;
+  // The scan made of the image manifest `manifest_digest`, or null.
+  virtual std::shared_ptr<const ScanFacts> scanned(const std::string& manifest_digest) = 0;
+  // A lookup found no scan attached to the manifest `manifest_digest` of
+  // `name` ("host/repo") for `platform` ("linux/amd64").
+  virtual void unscanned(const std::string& name, const std::string& manifest_digest,
+                         const std::string& platform) = 0;
+};
+
 class RegistryClient {
  public:
   static constexpr std::size_t kMaxConnections = 32;
@@ -91,6 +106,14 @@ class RegistryClient {
 
   void lookup(const std::vector<ImageWanted>& wanted, std::chrono::milliseconds budget,
               std::function<void()> done);
+
+  // Where lookups that find no attached scan take one from, and tell of
+  // the manifest (null: none). `source` must outlive the client's lookups.
+  void set_scan_source(ScanSource* source);
+  // A scan of `manifest_digest` made since its config was cached: the
+  // cached configs read through that manifest carry it from now on.
+  void attach_scan(const std::string& manifest_digest,
+                   const std::shared_ptr<const ScanFacts>& scan);
 
   // What the cache holds: resolutions and configs.
   [[nodiscard]] std::size_t cached_images() const;

@@ -109,6 +109,7 @@ json to_json(const Decision& decision) {
     groups.push_back(std::move(item));
   }
   out["groups"] = std::move(groups);
+  if (!decision.notes.empty()) out["notes"] = decision.notes;
   return out;
 }
 

@@ -35,44 +35,54 @@ ordered_json version_json(const std::optional<scan::FileVersion>& version) {
   return {{"version", version->version}, {"path", from_root(version->path)}};
 }
 
-}  // namespace
-
-ordered_json scan_json(const ScanOrigin& origin, const scan::ImageScan& scan) {
+ordered_json files_json(const std::vector<scan::ScannedFile>& scanned) {
   ordered_json files = ordered_json::array();
-  for (const scan::ScannedFile& file : scan.files) {
+  for (const scan::ScannedFile& file : scanned) {
     files.push_back({{"path", from_root(file.path)},
                      {"sass", arch_list(file.sass)},
                      {"ptx", arch_list(file.ptx)}});
   }
+  return files;
+}
+
+ordered_json framework_json(const std::optional<scan::Framework>& framework) {
+  if (!framework) return nullptr;
+  return {{"name", framework->name},
+          {"version", framework->version},
+          {"cuda", text_or_null(framework->cuda)},
+          {"path", from_root(framework->path)}};
+}
+
+}  // namespace
+
+ordered_json scan_json(const ScanOrigin& origin, const scan::ImageScan& scan) {
   ordered_json runtimes = ordered_json::array();
   for (const scan::FileVersion& runtime : scan.cuda_runtimes) {
     runtimes.push_back({{"version", runtime.version}, {"path", from_root(runtime.path)}});
   }
-  ordered_json framework = nullptr;
-  if (scan.framework) {
-    framework = {{"name", scan.framework->name},
-                 {"version", scan.framework->version},
-                 {"cuda", text_or_null(scan.framework->cuda)},
-                 {"path", from_root(scan.framework->path)}};
-  }
   ordered_json problems = ordered_json::array();
   for (const Error& problem : scan.problems) problems.push_back(problem.str());
+  ordered_json out = {{"source", {{"kind", origin.source}, {"location", origin.location}}}};
+  // The facts first, as an attached scan carries them, then the rest.
+  for (auto& [key, value] : scan_facts_json(origin, scan).items()) out[key] = std::move(value);
+  out["cudaRuntimes"] = std::move(runtimes);
+  out["cudaCompatFile"] = version_json(scan.cuda_compat);
+  out["problems"] = std::move(problems);
+  out["stats"] = {{"layers", scan.layers},
+                  {"bytesRead", scan.bytes_in},
+                  {"bytesUnpacked", scan.bytes_unpacked},
+                  {"elfFiles", scan.elf_files}};
+  return out;
+}
+
+ordered_json scan_facts_json(const ScanOrigin& origin, const scan::ImageScan& scan) {
   return {
-      {"source", {{"kind", origin.source}, {"location", origin.location}}},
       {"digest", text_or_null(origin.digest)},
       {"platform", text_or_null(origin.platform)},
       {"cudaRuntime", scan.cuda_runtime ? ordered_json(scan.cuda_runtime->version) : nullptr},
       {"cudaCompat", scan.cuda_compat ? ordered_json(scan.cuda_compat->version) : nullptr},
-      {"framework", framework},
-      {"files", files},
-      {"cudaRuntimes", runtimes},
-      {"cudaCompatFile", version_json(scan.cuda_compat)},
-      {"problems", problems},
-      {"stats",
-       {{"layers", scan.layers},
-        {"bytesRead", scan.bytes_in},
-        {"bytesUnpacked", scan.bytes_unpacked},
-        {"elfFiles", scan.elf_files}}},
+      {"framework", framework_json(scan.framework)},
+      {"files", files_json(scan.files)},
   };
 }
 

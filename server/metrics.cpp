@@ -355,6 +355,15 @@ WebhookMetrics::WebhookMetrics(std::string_view version, std::string_view compat
           "cudagate_inventory_inconsistent_nodes",
           "Inventory nodes whose facts cannot all be true, such as a driver newer than the last "
           "branch of the GPU's architecture; their decisions are unknown.")),
+      scans_(registry_.counter("cudagate_image_scans_total",
+                               "Images scanned by the server itself, by result.", {"result"})),
+      scan_bytes_(registry_.counter("cudagate_image_scan_bytes_total",
+                                    "Layer bytes (as stored) read by the server's own scans.")),
+      scan_duration_(registry_.histogram("cudagate_image_scan_duration_seconds",
+                                         "Time one of the server's own scans took.", {},
+                                         {1, 5, 15, 60, 300, 900, 3600})),
+      scans_pending_(registry_.gauge("cudagate_image_scans_pending",
+                                     "Images waiting for the server to scan them.")),
       version_(version),
       build_revision_(compat_db_revision) {
   build_info_.set({version, compat_db_revision}, 1);
@@ -424,6 +433,22 @@ void WebhookMetrics::audit_enabled() {
   for (const char* result : {"success", "error"}) audit_runs_.touch({result});
   audit_last_run_.touch({});
   audit_duration_.touch({});
+}
+
+void WebhookMetrics::scans_enabled() {
+  for (const char* result : {"scanned", "failed", "over_budget"}) scans_.touch({result});
+  scan_bytes_.touch({});
+  scans_pending_.touch({});
+}
+
+void WebhookMetrics::scan(std::string_view result, double bytes, double seconds) {
+  scans_.add({result});
+  scan_bytes_.add({}, bytes);
+  scan_duration_.observe({}, seconds);
+}
+
+void WebhookMetrics::scans_pending(std::size_t images) {
+  scans_pending_.set({}, static_cast<double>(images));
 }
 
 void WebhookMetrics::audit_workloads(const std::map<std::string, std::size_t>& by_verdict) {

@@ -152,6 +152,12 @@ class WebhookMetrics : public RegistryObserver {
   void audit_workloads(const std::map<std::string, std::size_t>& by_verdict);
   void audit_run(std::string_view result, double at, double seconds);
   void audit_report_writes(std::string_view operation, std::size_t succeeded, std::size_t failed);
+  // The server's own scans (policy scan.background): series created at
+  // zero; one scan's end ("scanned", "failed", "over_budget"), the layer
+  // bytes it read and how long it took; images waiting for a scan.
+  void scans_enabled();
+  void scan(std::string_view result, double bytes, double seconds);
+  void scans_pending(std::size_t images);
   void connection_opened();
   void connection_closed();
   void connection_rejected();
@@ -202,6 +208,10 @@ class WebhookMetrics : public RegistryObserver {
   MetricFamily& gap_admissions_;
   MetricFamily& findings_;
   MetricFamily& inconsistent_nodes_;
+  MetricFamily& scans_;
+  MetricFamily& scan_bytes_;
+  MetricFamily& scan_duration_;
+  MetricFamily& scans_pending_;
 
   std::mutex matrix_mutex_;  // guards what follows
   std::string version_;

@@ -30,6 +30,7 @@
 #include "inputs/input_files.h"
 #include "inputs/node_loader.h"
 #include "registry/registry_client.h"
+#include "server/background_scans.h"
 #include "server/cert_store.h"
 #include "server/file_watch.h"
 #include "server/live_cluster.h"
@@ -201,11 +202,12 @@ struct Served {
 // and the nodes' facts read again against it) and the TLS certificate. A
 // file that no longer reads keeps what was served, and says why.
 void watch_inputs(FileWatch& watch, const ServeSettings& settings, Served& served,
-                  RegistryClient& registry, CertStore& certs, LiveCluster* live) {
+                  RegistryClient& registry, BackgroundScans& scans, CertStore& certs,
+                  LiveCluster* live) {
   ServerState& state = served.state;
   WebhookMetrics& metrics = served.metrics;
   if (!settings.config_path.empty()) {
-    watch.watch({settings.config_path}, [&settings, &served, &state, &metrics, &registry] {
+    watch.watch({settings.config_path}, [&settings, &served, &state, &metrics, &registry, &scans] {
       auto reloaded = load_policy_file(settings.config_path, *served.db);
       if (!reloaded) {
         metrics.reload("config", "error");
@@ -215,6 +217,7 @@ void watch_inputs(FileWatch& watch, const ServeSettings& settings, Served& serve
       if (auto error = registry.configure(reloaded->registry)) {
         spdlog::error("registry settings not applied, keeping the previous ones: {}", error->str());
       }
+      scans.configure(reloaded->scan, reloaded->registry);
       state.set_policy(std::make_shared<const Policy>(std::move(reloaded).value()));
       metrics.reload("config", "success");
       spdlog::info("policy reloaded from {}", display_name(settings.config_path));
@@ -381,6 +384,10 @@ std::optional<Error> serve(const ServeSettings& settings) {
   // Registry lookups run on the same threads as the sessions, asynchronously.
   RegistryClient registry(ioc, &metrics);
   if (auto error = registry.configure(facts.policy->registry)) return error;
+  // Images with no attached scan are scanned here when the policy asks.
+  BackgroundScans scans(registry, metrics);
+  scans.configure(facts.policy->scan, facts.policy->registry);
+  registry.set_scan_source(&scans);
   AdmissionWorkspaces workspaces;
   TlsServer server(
       ioc, threads, certs, settings.limits,
@@ -411,7 +418,7 @@ std::optional<Error> serve(const ServeSettings& settings) {
                               }});
   }
   LiveCluster* live_cluster = cluster ? &*cluster : nullptr;
-  watch_inputs(watch, settings, served, registry, certs, live_cluster);
+  watch_inputs(watch, settings, served, registry, scans, certs, live_cluster);
 
   net::steady_timer grace_timer(ioc);
   net::signal_set signals(ioc, SIGTERM, SIGINT);
@@ -429,11 +436,14 @@ std::optional<Error> serve(const ServeSettings& settings) {
     state.set_inventory_synced();
   }
   if (background_audit) background_audit->start();
+  scans.start();
   spdlog::info("cudagate {} serving https://{} with {} threads", CUDAGATE_VERSION,
                endpoint_text(server.local_endpoint()), threads);
   run_io(ioc, threads);
 
   if (background_audit) background_audit->stop();
+  registry.set_scan_source(nullptr);
+  scans.stop();
   watch.stop();
   reload_work.reset();
   reload_ioc.stop();

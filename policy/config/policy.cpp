@@ -62,7 +62,8 @@ class PolicyReader {
                          "draDeviceClasses",
                          "images",
                          "nodePools",
-                         "registry"};
+                         "registry",
+                         "scan"};
     std::optional<Error> err = for_each_field(
         root, "", fields,
         [&](const std::string& key, const YAML::Node& value,
@@ -119,6 +120,7 @@ class PolicyReader {
           if (key == "images") return read_images(value, path, policy.images);
           if (key == "nodePools") return read_node_pools(value, path, policy.node_pools);
           if (key == "registry") return read_registry(value, path, policy.registry);
+          if (key == "scan") return read_scan(value, path, policy);
           return std::nullopt;
         });
     if (err) return *err;
@@ -472,6 +474,60 @@ class PolicyReader {
       out.push_back(std::move(taint));
     }
     return std::nullopt;
+  }
+
+  // A byte count: digits with an optional binary suffix ("16Gi", "512Mi",
+  // "1Ti", "4096"), positive and below 2^62.
+  std::optional<Error> read_bytes(const YAML::Node& node, const std::string& path,
+                                  std::uint64_t& out) {
+    std::string text;
+    if (auto e = read_scalar(node, path, text)) return e;
+    std::size_t digits = 0;
+    while (digits < text.size() && digits < 15 && text[digits] >= '0' && text[digits] <= '9') {
+      ++digits;
+    }
+    const std::string suffix = text.substr(digits);
+    int shift = -1;
+    for (const auto& [name, bits] :
+         {std::pair<const char*, int>{"", 0}, {"Ki", 10}, {"Mi", 20}, {"Gi", 30}, {"Ti", 40}}) {
+      if (suffix == name) shift = bits;
+    }
+    const std::uint64_t value = digits == 0 ? 0 : std::stoull(text.substr(0, digits));
+    if (shift < 0 || value == 0 || value > (std::uint64_t{1} << (62 - shift))) {
+      return fail(node, path,
+                  "expected a positive size in bytes like 16Gi, 512Mi or 4096, got " + quote(text));
+    }
+    out = value << shift;
+    return std::nullopt;
+  }
+
+  // scan: {attached, countedFiles, background, maxImageBytes,
+  // maxBytesPerHour}; attached is the registry's lookup of attached scans.
+  std::optional<Error> read_scan(const YAML::Node& node, const std::string& path, Policy& out) {
+    if (!node.IsMap()) return fail(node, path, "expected a mapping (attached, countedFiles, ...)");
+    return for_each_field(
+        node, path, {"attached", "countedFiles", "background", "maxImageBytes", "maxBytesPerHour"},
+        [&](const std::string& key, const YAML::Node& value,
+            const std::string& field) -> std::optional<Error> {
+          if (key == "attached") return read_bool(value, field, out.registry.scan_attached);
+          if (key == "background") return read_bool(value, field, out.scan.background);
+          if (key == "maxImageBytes") return read_bytes(value, field, out.scan.max_image_bytes);
+          if (key == "maxBytesPerHour") {
+            return read_bytes(value, field, out.scan.max_bytes_per_hour);
+          }
+          if (key == "countedFiles") {
+            if (auto e = read_string_list(value, field, out.scan.counted_files)) return e;
+            for (std::size_t i = 0; i < out.scan.counted_files.size(); ++i) {
+              if (!out.scan.counted_files[i].starts_with('/')) {
+                return fail(value[i], index_path(field, i),
+                            "expected a glob over a path from the image's root, starting with "
+                            "\"/\", got " +
+                                quote(out.scan.counted_files[i]));
+              }
+            }
+          }
+          return std::nullopt;
+        });
   }
 
   std::optional<Error> read_registry(const YAML::Node& node, const std::string& path,

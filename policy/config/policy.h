@@ -57,6 +57,23 @@ struct RegistrySettings {
   std::vector<std::string> insecure;
   std::string ca_file;
   std::map<std::string, std::string> mirrors;
+  // Whether a lookup also asks for the scan attached to the image manifest
+  // (policy scan.attached; docs/contract.md §6).
+  bool scan_attached = true;
+};
+
+// What decisions take from image scans (docs/scan.md): the files whose
+// architectures count, as globs over the file's path in the image
+// ("/opt/app/lib/*.so"); empty: the framework's own libraries where a
+// framework is found, else every CUDA library that is not NVIDIA's own.
+// Whether scans are looked for at all is registry.scan_attached.
+struct ScanSettings {
+  std::vector<std::string> counted_files;
+  // serve scans images with no attached scan itself, one at a time, within
+  // these bounds (layer bytes as stored): per image and per hour.
+  bool background = false;
+  std::uint64_t max_image_bytes = std::uint64_t{16} << 30;
+  std::uint64_t max_bytes_per_hour = std::uint64_t{64} << 30;
 };
 
 struct Policy {
@@ -81,6 +98,7 @@ struct Policy {
   // each stands for its next node beside the cluster's nodes.
   std::vector<NodePool> node_pools;
   RegistrySettings registry;
+  ScanSettings scan;
 
   // The first catalog entry whose glob matches `reference`, or nullptr.
   // Each entry is tried against the reference as written, its normalised

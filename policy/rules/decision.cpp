@@ -31,7 +31,8 @@ bool operator==(const Decision& a, const Decision& b) {
          a.compatible == b.compatible && a.groups == b.groups &&
          a.unknown_image == b.unknown_image && a.unknown_node == b.unknown_node &&
          a.unknown_claim == b.unknown_claim && a.claims == b.claims &&
-         a.device_requests == b.device_requests && a.device_container == b.device_container;
+         a.device_requests == b.device_requests && a.device_container == b.device_container &&
+         a.notes == b.notes;
 }
 
 std::string_view to_string(Verdict verdict) {
@@ -74,6 +75,8 @@ std::string_view to_string(Source source) {
       return "catalog";
     case Source::registry:
       return "registry";
+    case Source::scan:
+      return "scan";
     case Source::inference:
       return "inference";
     case Source::flag:

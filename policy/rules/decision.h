@@ -152,6 +152,10 @@ struct Decision {
   // candidate selection adds to the pod spec's requests (added_requests()).
   std::vector<std::pair<std::string, std::int64_t>> device_requests;
   std::size_t device_container = 0;
+  // Warnings that change no verdict, each once: where an image's scan and
+  // its variables disagree, files of a scan that are not counted and lack
+  // kernels for a candidate (policy/rules/scanned_files.h).
+  std::vector<std::string> notes;
   // What the groups' node names view when evaluate() made them (the
   // inventory's strings): held here, the names stay valid as long as this
   // decision or a copy of it, whatever becomes of the inventory. A

@@ -170,6 +170,15 @@ void metadata_key(std::string& key, const Workload& workload, const ContainerSpe
         }
       }
       key += 'R';
+      if (config->scan != nullptr) {
+        // A scan is of one manifest: its digest stands for its contents.
+        key += 's';
+        append_text(key, config->scan->digest);
+        for (const std::string& glob : policy.scan.counted_files) {
+          key += 'g';
+          append_text(key, glob);
+        }
+      }
     }
   }
   for (const EnvVar& var : container.env) {
@@ -287,6 +296,12 @@ std::string skip_reason(const Workload& workload, const Policy& policy, bool ask
   return {};
 }
 
+void add_note(Decision& d, std::string note) {
+  if (std::find(d.notes.begin(), d.notes.end(), note) == d.notes.end()) {
+    d.notes.push_back(std::move(note));
+  }
+}
+
 // Step 1: the metadata of each GPU container, from the memo or resolved and
 // kept there, into state.entries (in the order of `gpus`); the decision's
 // container records. An Error where a container's metadata cannot be read.
@@ -309,6 +324,9 @@ std::optional<Error> resolve_containers(Decision& d, EvaluationState& state,
     ContainerEntry& entry = it->second;
     if (!entry.metadata) return entry.metadata.error();
     if (!has_image_facts(*entry.metadata)) d.unknown_image = true;
+    for (const std::string& note : entry.metadata->scan_notes) {
+      add_note(d, "container \"" + c->name + "\": " + note);
+    }
     entries.push_back(&entry);
   }
   d.containers.reserve(workload.spec.containers.size());
@@ -383,6 +401,7 @@ OutcomeCounts judge_groups(Decision& d, EvaluationState& state, DeviceFindings& 
           const RuleResult r = check_container(gpus[k]->name, *entries[k]->metadata,
                                                device_gpu_facts(*kind, db), policy, db);
           outcome = combine(outcome, r.outcome);
+          for (const std::string& note : r.notes) add_note(d, note);
           add_findings(*device_findings, r.findings);
         }
         continue;
@@ -390,6 +409,7 @@ OutcomeCounts judge_groups(Decision& d, EvaluationState& state, DeviceFindings& 
       const RuleResult& r =
           judge(*entries[k], gpus[k]->name, g, groups.size(), group.facts, policy, db, state);
       outcome = combine(outcome, r.outcome);
+      for (const std::string& note : r.notes) add_note(d, note);
       if (device_findings != nullptr) add_findings(*device_findings, r.findings);
     }
     if (group.facts.has_gpu && !group.facts.driver) d.unknown_node = true;

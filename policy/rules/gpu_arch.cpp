@@ -103,6 +103,48 @@ std::string older_cuda_fix(const RuleCheck& c, ComputeCapability cc, CudaVersion
   return "use an image built with CUDA " + newest->str() + " or older";
 }
 
+// The image's files, as its attached scan lists them: every counted file
+// must have code the node can run; a file that is not counted and has
+// none is a note.
+void check_scanned(RuleCheck& c) {
+  const ContainerMetadata& md = c.metadata();
+  const ScanFacts& scan = *md.scan;
+  if (!c.node().cc) {
+    c.cc_unknown(Rule::gpu_arch, "");
+    return;
+  }
+  const ComputeCapability cc = *c.node().cc;
+  const auto runs = [&](std::size_t i) {
+    return scan.files[i].archs.runs_on(cc, c.policy().arch_match, c.db());
+  };
+  std::vector<std::size_t> missing;
+  for (const std::size_t i : md.scan_files.counted) {
+    if (!runs(i)) missing.push_back(i);
+  }
+  if (!missing.empty()) {
+    const ScannedCode& file = scan.files[missing.front()];
+    std::string message = "ships " + file.path + ", which " + kernels_text(file.archs) +
+                          " (scan); no kernel image for compute capability " + cc.str() +
+                          c.product_suffix();
+    if (missing.size() > 1) {
+      message += ", nor in " + std::to_string(missing.size() - 1) + " more of the files counted";
+    }
+    c.fail(Rule::gpu_arch, std::move(message),
+           "use a build of the image whose libraries are compiled for " + cc.str() +
+               " (or carry PTX at or below it), or annotate the pod with cudagate.io/arch-list "
+               "if the scan counts the wrong files");
+    return;
+  }
+  for (const std::size_t i : md.scan_files.others) {
+    if (runs(i)) continue;
+    const ScannedCode& file = scan.files[i];
+    c.note(file.path + " " + kernels_text(file.archs) +
+           ": no kernel image for compute capability " + cc.str() + c.product_suffix() +
+           "; it is not among the files counted (" + md.scan_files.why +
+           "), but a call into it would fail there");
+  }
+}
+
 }  // namespace
 
 void check_gpu_arch(RuleCheck& c) {
@@ -110,6 +152,10 @@ void check_gpu_arch(RuleCheck& c) {
   const GpuFacts& node = c.node();
   const Policy& policy = c.policy();
   const CompatDb& db = c.db();
+  if (md.scan != nullptr && md.archs.source == Source::scan) {
+    check_scanned(c);
+    return;
+  }
   if (md.archs.value && !md.archs.value->empty()) {
     const ArchSet& archs = *md.archs.value;
     if (md.cuda.value && !cannot_build(c, archs, *md.cuda.value).empty()) return;

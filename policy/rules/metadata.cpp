@@ -22,6 +22,9 @@ constexpr std::string_view kCudaArchs = "CUDAARCHS";
 constexpr std::string_view kCmakeArchs = "CMAKE_CUDA_ARCHITECTURES";
 constexpr std::string_view kCudaLabel = "com.nvidia.cuda.version";
 
+// The name of a scanned runtime whose file the scan does not say.
+constexpr std::string_view kScannedRuntime = "libcudart";
+
 constexpr std::string_view kAnnotationCuda = "cudagate.io/cuda-version";
 constexpr std::string_view kAnnotationArchs = "cudagate.io/arch-list";
 constexpr std::string_view kAnnotationMinCc = "cudagate.io/min-compute-capability";
@@ -387,9 +390,14 @@ class Resolver {
                                   Source::env});
     }
 
+    if (registry != nullptr) {
+      if (const ImageConfig* config = registry->find(container_.image)) scan_ = config->scan;
+    }
+
     ContainerMetadata md;
     if (auto err = resolve_cuda(md)) return *err;
     if (auto err = resolve_require(md)) return *err;
+    scan_cuda(md);
 
     if (facts_.min_cc) {
       md.min_cc = Sourced<ComputeCapability>{facts_.min_cc, Source::inference, facts_.min_cc->str(),
@@ -399,6 +407,7 @@ class Resolver {
     // "all"/"all-major" expand against, so they are applied before archs.
     if (auto err = override_values(md, flags)) return *err;
     if (auto err = resolve_archs(md)) return *err;
+    scan_archs(md);
     if (auto err = override_archs(md, flags)) return *err;
     return md;
   }
@@ -470,6 +479,55 @@ class Resolver {
       return std::nullopt;
     }
     return std::nullopt;
+  }
+
+  // The CUDA runtime the scan found, where the image states no CUDA
+  // version (a tag's inference is no statement of the image's); where it
+  // states another release, a note saying so.
+  void scan_cuda(ContainerMetadata& md) const {
+    if (scan_ == nullptr || !scan_->cuda_runtime) return;
+    const auto runtime = parse_cuda_version_variable(*scan_->cuda_runtime);
+    if (!runtime) return;
+    const std::string& where =
+        scan_->cuda_runtime_path.empty() ? std::string(kScannedRuntime) : scan_->cuda_runtime_path;
+    const std::string ships =
+        "the image ships the CUDA runtime " + *scan_->cuda_runtime + " (" + where + ")";
+    if (!md.cuda.value && md.cuda.source != Source::unknown) return;  // valueFrom
+    if (!md.cuda.value || md.cuda.source == Source::inference) {
+      md.cuda = Sourced<CudaVersion>{*runtime, Source::scan, *scan_->cuda_runtime, where};
+      return;
+    }
+    if (md.cuda.value->major() != runtime->major() || md.cuda.value->minor() != runtime->minor()) {
+      md.scan_notes.push_back(md.cuda.name + " (" + std::string(to_string(md.cuda.source)) +
+                              ") says " + md.cuda.text + "; " + ships);
+    }
+  }
+
+  // The architectures of the scan's counted files, over the image's
+  // variables: the narrowest file's stand for them in the decision record,
+  // and the gpu-arch rule checks every counted file.
+  void scan_archs(ContainerMetadata& md) const {
+    if (scan_ == nullptr) return;
+    CountedFiles files = counted_files(*scan_, policy_.scan);
+    if (files.counted.empty()) return;
+    const ScannedCode* narrowest = nullptr;
+    for (const std::size_t i : files.counted) {
+      const ScannedCode& file = scan_->files[i];
+      if (narrowest == nullptr || file.archs.targets().size() < narrowest->archs.targets().size()) {
+        narrowest = &file;
+      }
+    }
+    if (md.archs.value && *md.archs.value != narrowest->archs) {
+      md.scan_notes.push_back(md.archs.name + " (" + std::string(to_string(md.archs.source)) +
+                              ") says " + md.archs.value->str() + "; " + narrowest->path + " " +
+                              kernels_text(narrowest->archs));
+    }
+    md.archs =
+        Sourced<ArchSet>{narrowest->archs, Source::scan, narrowest->archs.str(), narrowest->path};
+    md.archs_unknown.clear();
+    md.archs_beyond_matrix = false;
+    md.scan = scan_;
+    md.scan_files = std::move(files);
   }
 
   // NVIDIA_DISABLE_REQUIRE set to a true value: the toolkit then reads
@@ -627,6 +685,11 @@ class Resolver {
     auto parse = [this, &md](std::string_view text) {
       return parse_torch_arch_list(text, db_, md.cuda.value, policy_.arch_list_reading);
     };
+    if (annotation(kAnnotationArchs) || (flags != nullptr && flags->arch_list)) {
+      // A person's statement outranks the image's files.
+      md.scan = nullptr;
+      md.scan_files = CountedFiles{};
+    }
     if (auto a = annotation(kAnnotationArchs)) {
       md.archs_unknown.clear();
       md.archs_beyond_matrix = false;
@@ -651,6 +714,7 @@ class Resolver {
   MetadataMemo::Impl* memo_;
   std::string prefix_;
   ImageFacts facts_;
+  std::shared_ptr<const ScanFacts> scan_;
   Env env_;
 };
 

@@ -7,7 +7,9 @@
 // pod spec, else the image's variable. The image's variables and labels come
 // from, first found: the policy catalog, the registry's image config (handed
 // in: the core does no I/O), inference from the reference through compat-db.
-// Annotations override cuda and archs, never require.
+// Annotations override cuda and archs, never require. An image's attached
+// scan (ImageConfig::scan) outranks its variables for archs, and gives the
+// CUDA runtime where the image states no CUDA version.
 
 #include <map>
 #include <memory>
@@ -21,13 +23,24 @@
 #include "policy/config/policy.h"
 #include "policy/image/arch_list.h"
 #include "policy/image/requirement.h"
+#include "policy/image/scan_facts.h"
 #include "policy/objects/pod.h"
+#include "policy/rules/scanned_files.h"
 #include "types/expected.h"
 #include "types/version.h"
 
 namespace cudagate {
 
-enum class Source : unsigned char { annotation, env, catalog, registry, inference, flag, unknown };
+enum class Source : unsigned char {
+  annotation,
+  env,
+  catalog,
+  registry,
+  scan,
+  inference,
+  flag,
+  unknown
+};
 [[nodiscard]] std::string_view to_string(Source source);
 
 template <class T>
@@ -48,6 +61,9 @@ struct ImageConfig {
   // The config blob's digest ("sha256:..."); "" when unknown. Configs are
   // content-addressed: equal digests mean equal env and labels.
   std::string digest;
+  // The scan attached to the image manifest this config was reached from
+  // (registry/scan_attachment.h), or null when none was found or looked for.
+  std::shared_ptr<const ScanFacts> scan;
 };
 
 // Registry results gathered before the decision, keyed by the image string
@@ -94,6 +110,15 @@ struct ContainerMetadata {
   std::string archs_unknown;
   // archs_unknown is a gap in the matrix, fixed by a newer one.
   bool archs_beyond_matrix = false;
+  // The scan attached to the image, when its files give archs (source
+  // scan): each counted file must run on a node, the others are warnings
+  // (scanned_files.h). Null otherwise.
+  std::shared_ptr<const ScanFacts> scan;
+  CountedFiles scan_files;
+  // Where the scan and what the image states disagree, one sentence each:
+  // "CUDA_VERSION (registry) says 12.4; the image ships the CUDA runtime
+  // 12.8.90 (/usr/local/cuda/lib64/libcudart.so.12.8.90)".
+  std::vector<std::string> scan_notes;
 };
 
 // Resolves one container's metadata. Values that a person wrote (annotations,

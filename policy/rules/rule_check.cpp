@@ -1,6 +1,8 @@
 // Findings of one container on one group, worded alike for every rule.
 #include "policy/rules/rule_check.h"
 
+#include <algorithm>
+
 namespace cudagate {
 namespace {
 
@@ -20,6 +22,13 @@ void RuleCheck::unknown(Rule rule, std::string message, std::string_view fix) {
   if (result_.outcome == Outcome::compatible) result_.outcome = Outcome::unknown;
   result_.findings.push_back(
       Finding{rule, std::string(container_), std::move(message), std::string(fix), true});
+}
+
+void RuleCheck::note(std::string message) {
+  message = "container \"" + std::string(container_) + "\": " + message;
+  if (std::find(result_.notes.begin(), result_.notes.end(), message) == result_.notes.end()) {
+    result_.notes.push_back(std::move(message));
+  }
 }
 
 void RuleCheck::cc_unknown(Rule rule, const std::string& prefix) {

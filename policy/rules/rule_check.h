@@ -24,6 +24,9 @@ namespace cudagate {
 struct RuleResult {
   Outcome outcome = Outcome::compatible;
   std::vector<Finding> findings;  // failures, and unknowns (Finding::unknown)
+  // What a person should know that changes no outcome ("... is not
+  // counted: calls into it would fail there"), said once each.
+  std::vector<std::string> notes;
 };
 
 class RuleCheck {
@@ -42,6 +45,8 @@ class RuleCheck {
   void fail(Rule rule, std::string message, std::string fix);
   // A value the rule needs is missing.
   void unknown(Rule rule, std::string message, std::string_view fix);
+  // A warning that changes no outcome (RuleResult::notes).
+  void note(std::string message);
   // The node's compute capability is unknown: when its product label names
   // a GPU the matrix has no entry for, that is a gap in the matrix.
   void cc_unknown(Rule rule, const std::string& prefix);

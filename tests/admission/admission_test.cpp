@@ -610,8 +610,11 @@ TEST(RegistryFacts, TheImagesToLookUpAreListedWhenRead) {
 
 TEST(RegistryFacts, AGatheredConfigIsTheImagesEnvironment) {
   const json sent = without_pod_env(review("pod-cuda124.json"));
-  auto config = std::make_shared<const ImageConfig>(ImageConfig{
-      {{"CUDA_VERSION", "12.4.1"}, {"NVIDIA_REQUIRE_CUDA", "cuda>=12.4"}}, {}, "sha256:abc"});
+  auto config = std::make_shared<const ImageConfig>(
+      ImageConfig{{{"CUDA_VERSION", "12.4.1"}, {"NVIDIA_REQUIRE_CUDA", "cuda>=12.4"}},
+                  {},
+                  "sha256:abc",
+                  nullptr});
   RegistryFacts facts;
   facts.add("registry.example.com/ml/train:2024.05", config);
   const AdmissionOutcome out = decide_with(read_with(sent), facts);

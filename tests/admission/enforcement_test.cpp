@@ -369,6 +369,23 @@ TEST(Enforce, WarningsCarryTheFindingAndTheFix) {
   EXPECT_EQ(e.warnings[2], std::string("cudagate: fix for container \"train\": ") + kDriverFix);
 }
 
+// Notes (an image's scan disagreeing with its variables, a file not
+// counted that lacks a candidate's kernels) warn, and never deny.
+TEST(Enforce, NotesAreWarningsUnlessDenied) {
+  Decision passing = pass();
+  passing.notes = {"container \"train\": /opt/flash.so has kernels for 9.0: ..."};
+  const Enforcement allowed = enforce(passing, Policy{}, {Mode::enforce, V, false});
+  EXPECT_EQ(allowed.action, EnforcementAction::allow);
+  EXPECT_EQ(allowed.warnings,
+            std::vector<std::string>{"cudagate: container \"train\": /opt/flash.so has kernels "
+                                     "for 9.0: ..."});
+  Decision failing = fail_cuda124();
+  failing.notes = passing.notes;
+  const Enforcement denied = enforce(failing, Policy{}, {Mode::enforce, V, false});
+  EXPECT_EQ(denied.action, EnforcementAction::deny);
+  EXPECT_TRUE(denied.warnings.empty());
+}
+
 TEST(Enforce, AuditAnnotationsCarryTheFindings) {
   const Enforcement e = enforce(fail_cuda124(), Policy{}, {Mode::dryrun, V, false});
   ASSERT_NE(annotation(e, "cuda-driver"), nullptr);

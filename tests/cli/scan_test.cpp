@@ -96,11 +96,14 @@ TEST_F(ScanCommand, ErrorsNameTheStore) {
   const std::string missing = dir_.path("no-layout");
   const Row rows[] = {
       {{"scan"},
-       "cudagate: error: cudagate scan: name one image: --oci-layout DIR[:REF], --docker-archive "
-       "FILE or --rootfs DIR\n"},
+       "cudagate: error: cudagate scan: name one image: REGISTRY/REPO[:TAG|@DIGEST], "
+       "--oci-layout DIR[:REF], --docker-archive FILE or --rootfs DIR\n"},
+      {{"scan", "registry.example.com/ml/app:v1", "--rootfs", root_},
+       "cudagate: error: cudagate scan: name one image: REGISTRY/REPO[:TAG|@DIGEST], "
+       "--oci-layout DIR[:REF], --docker-archive FILE or --rootfs DIR\n"},
       {{"scan", "--rootfs", root_, "--docker-archive", "x.tar"},
-       "cudagate: error: cudagate scan: name one image: --oci-layout DIR[:REF], --docker-archive "
-       "FILE or --rootfs DIR\n"},
+       "cudagate: error: cudagate scan: name one image: REGISTRY/REPO[:TAG|@DIGEST], "
+       "--oci-layout DIR[:REF], --docker-archive FILE or --rootfs DIR\n"},
       {{"scan", "--rootfs", dir_.path("nothing")},
        "cudagate: error: " + dir_.path("nothing") + ": is not a directory\n"},
       {{"scan", "--oci-layout", missing + ":v1"},

@@ -448,8 +448,9 @@ def gpu_pod(name, namespace="default", cuda="12.4.1", archs=None, gpus=1,
             image="registry.example.com/ml/train:v1", node_selector=None, labels=None):
     """A pod of one container that asks for `gpus` nvidia.com/gpu and says
     its CUDA version (and, given, its TORCH_CUDA_ARCH_LIST) in its env, as
-    NVIDIA's and PyTorch's images do. It tolerates the GPU taint."""
-    env = [{"name": "CUDA_VERSION", "value": cuda}]
+    NVIDIA's and PyTorch's images do (`cuda` None: says nothing, as a pip
+    image's pod does). It tolerates the GPU taint."""
+    env = [] if cuda is None else [{"name": "CUDA_VERSION", "value": cuda}]
     if archs:
         env.append({"name": "TORCH_CUDA_ARCH_LIST", "value": archs})
     spec = {"containers": [{"name": "train", "image": image, "env": env,

@@ -70,9 +70,27 @@ def make_ca_and_server_cert(directory):
     return ca_crt, crt, key
 
 
+# --- files ---------------------------------------------------------------------
+
+def write_file(directory, name, content):
+    """`content` (text, or a value written as JSON) in directory/name; its path."""
+    path = os.path.join(directory, name)
+    with open(path, "w") as f:
+        f.write(content if isinstance(content, str) else json.dumps(content))
+    return path
+
+
+def registry_policy(directory, name, **registry):
+    """A policy file whose registry section holds `registry` (values as JSON)."""
+    lines = ["apiVersion: cudagate.io/v1alpha1", "kind: Policy", "registry:"]
+    lines += [f"  {key}: {json.dumps(value)}" for key, value in registry.items()]
+    return write_file(directory, name, "\n".join(lines) + "\n")
+
+
 # --- images --------------------------------------------------------------------
 
-def _blob(layout, data):
+def stored_blob(layout, data):
+    """`data` stored in the OCI layout `layout`: its digest and size."""
     digest = hashlib.sha256(data).hexdigest()
     path = os.path.join(layout, "blobs", "sha256", digest)
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -121,8 +139,8 @@ def _manifest(layout, config):
     config = json.loads(json.dumps(config))
     config["rootfs"]["diff_ids"] = [diff_id]
     config_bytes = json.dumps(config, separators=(",", ":")).encode()
-    config_digest, config_size = _blob(layout, config_bytes)
-    layer_digest, layer_size = _blob(layout, layer)
+    config_digest, config_size = stored_blob(layout, config_bytes)
+    layer_digest, layer_size = stored_blob(layout, layer)
     manifest = {
         "schemaVersion": 2,
         "mediaType": "application/vnd.oci.image.manifest.v1+json",
@@ -132,7 +150,7 @@ def _manifest(layout, config):
                     "digest": layer_digest, "size": layer_size}],
     }
     data = json.dumps(manifest, separators=(",", ":")).encode()
-    digest, size = _blob(layout, data)
+    digest, size = stored_blob(layout, data)
     return {"mediaType": manifest["mediaType"], "digest": digest, "size": size}, config_digest
 
 
@@ -159,7 +177,7 @@ def oci_layout(directory, tag, configs):
         index = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
                  "manifests": descriptors}
         data = json.dumps(index, separators=(",", ":")).encode()
-        digest, size = _blob(directory, data)
+        digest, size = stored_blob(directory, data)
         top = {"mediaType": index["mediaType"], "digest": digest, "size": size}
     top["annotations"] = {"org.opencontainers.image.ref.name": tag}
     with open(os.path.join(directory, "index.json"), "w") as f:

@@ -17,6 +17,7 @@ client.
 """
 
 import base64
+import hashlib
 import http.client
 import json
 import os
@@ -124,16 +125,10 @@ class RegistryTestCase(unittest.TestCase):
             rs.push(layout, tag, f"{host}/ml/{name}:{tag}", **kw)
 
     def write(self, name, content):
-        path = os.path.join(self.tmp, name)
-        with open(path, "w") as f:
-            f.write(content if isinstance(content, str) else json.dumps(content))
-        return path
+        return rs.write_file(self.tmp, name, content)
 
     def policy(self, name, **registry):
-        lines = ["apiVersion: cudagate.io/v1alpha1", "kind: Policy", "registry:"]
-        for key, value in registry.items():
-            lines.append(f"  {key}: {json.dumps(value)}")
-        return self.write(name, "\n".join(lines) + "\n")
+        return rs.registry_policy(self.tmp, name, **registry)
 
     def check(self, image, nodes, policy, *extra):
         nodes_file = self.write(f"nodes-{abs(hash(json.dumps(nodes)))}.json", st.node_list(*nodes))
@@ -143,6 +138,74 @@ class RegistryTestCase(unittest.TestCase):
         self.assertIn(out.returncode, (0, 1), out.stderr)
         self.assertNotIn("Sanitizer", out.stderr)
         return json.loads(out.stdout), out.stderr
+
+
+def _upload_blob(port, repo, data):
+    """Pushes one blob (POST, then one PUT of the whole); its digest."""
+    digest = "sha256:" + hashlib.sha256(data).hexdigest()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("POST", f"/v2/{repo}/blobs/uploads/")
+    res = conn.getresponse()
+    res.read()
+    location = res.getheader("Location")
+    location = location[location.index("/v2/"):]
+    sep = "&" if "?" in location else "?"
+    conn.request("PUT", f"{location}{sep}digest={digest}", body=data,
+                 headers={"Content-Type": "application/octet-stream"})
+    res = conn.getresponse()
+    res.read()
+    conn.close()
+    if res.status != 201:
+        raise AssertionError(f"blob upload to {repo}: {res.status}")
+    return digest
+
+
+def _put_manifest(port, repo, reference, body, media_type):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("PUT", f"/v2/{repo}/manifests/{reference}", body=body,
+                 headers={"Content-Type": media_type})
+    res = conn.getresponse()
+    res.read()
+    conn.close()
+    if res.status != 201:
+        raise AssertionError(f"manifest {repo}:{reference}: {res.status}")
+
+
+def attach_scan(port, repo, subject, files):
+    """Attaches a scan of `subject` by hand, as a registry without the
+    referrers API keeps it: the artifact's manifest, and the referrers tag's
+    index listing it with its annotations (docs/contract.md 9.2)."""
+    artifact_type = "application/vnd.cudagate.scan.v1+json"
+    facts = {"digest": subject, "platform": "linux/amd64", "cudaRuntime": "12.4.127",
+             "cudaCompat": None, "framework": None, "files": files}
+    scan = json.dumps(dict(facts, source={"kind": "registry", "location": repo}),
+                      separators=(",", ":")).encode()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("GET", f"/v2/{repo}/manifests/{subject}",
+                 headers={"Accept": "application/vnd.oci.image.manifest.v1+json"})
+    subject_size = len(conn.getresponse().read())
+    conn.close()
+    empty = _upload_blob(port, repo, b"{}")
+    layer = _upload_blob(port, repo, scan)
+    annotations = {"org.opencontainers.image.created": "2025-03-01T10:00:00Z",
+                   "io.cudagate.scan.facts": json.dumps(facts, separators=(",", ":"))}
+    manifest = json.dumps({
+        "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "artifactType": artifact_type,
+        "config": {"mediaType": "application/vnd.oci.empty.v1+json", "digest": empty, "size": 2},
+        "layers": [{"mediaType": artifact_type, "digest": layer, "size": len(scan)}],
+        "subject": {"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": subject,
+                    "size": subject_size},
+        "annotations": annotations}).encode()
+    digest = "sha256:" + hashlib.sha256(manifest).hexdigest()
+    _put_manifest(port, repo, digest, manifest, "application/vnd.oci.image.manifest.v1+json")
+    index = json.dumps({
+        "schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
+        "manifests": [{"mediaType": "application/vnd.oci.image.manifest.v1+json",
+                       "digest": digest, "size": len(manifest), "artifactType": artifact_type,
+                       "annotations": annotations}]}).encode()
+    _put_manifest(port, repo, "sha256-" + subject.split(":", 1)[1], index,
+                  "application/vnd.oci.image.index.v1+json")
 
 
 class PlainRegistry(RegistryTestCase):
@@ -219,6 +282,32 @@ class PlainRegistry(RegistryTestCase):
         self.assertEqual(len(self.registry.requests("GET", r"/v2/ml/cuda/manifests/12\.4$")), before)
         self.assertTrue(self.registry.requests("GET", "/v2/ml/cuda/manifests/" + manifest_digest))
 
+    def test_a_scan_attached_at_the_referrers_tag_is_asked_for(self):
+        # Debian's registry (distribution 2.8) has no referrers API: the
+        # lookup asks it (404), then the referrers tag sha256-<hex>, where
+        # an attached scan is listed with its facts.
+        layout, tag, _ = self.layouts["cuda"]
+        for repo, files in (("scanned", [{"path": "/opt/k.so", "sass": ["9.0a"], "ptx": ["9.0"]}]),
+                            ("badscan", [{"path": "/opt/k.so", "sass": ["9.0b"], "ptx": []}])):
+            rs.push(layout, tag, f"{self.registry.host}/ml/{repo}:{tag}")
+            subject = self.manifest_digest(repo, tag)
+            attach_scan(self.registry.port, f"ml/{repo}", subject, files)
+            record, stderr = self.check(f"{self.registry.host}/ml/{repo}:{tag}", FLEET_535,
+                                        self.pol)
+            hex_digest = subject.split(":", 1)[1]
+            self.assertEqual([status for _, status in self.registry.requests(
+                "GET", rf"^/v2/ml/{repo}/referrers/{subject}\?artifactType=")], [404])
+            self.assertEqual([status for _, status in self.registry.requests(
+                "GET", rf"^/v2/ml/{repo}/manifests/sha256-{hex_digest}$")], [200])
+            if repo == "badscan":
+                # A warning naming the referrer and the field; the config still counts.
+                self.assertIn(f"not read: referrers tag {self.registry.host}/ml/{repo}:sha256-",
+                              stderr)
+                self.assertIn("annotation io.cudagate.scan.facts: files[0].sass[0]", stderr)
+                self.assertEqual(record["containers"][0]["cuda"]["source"], "registry")
+            else:
+                self.assertNotIn("not read:", stderr)
+
     def manifest_digest(self, name, tag):
         conn = http.client.HTTPConnection("127.0.0.1", self.registry.port, timeout=10)
         conn.request("HEAD", f"/v2/ml/{name}/manifests/{tag}",
@@ -262,13 +351,15 @@ class PlainRegistry(RegistryTestCase):
             self.assertEqual(record["verdict"], "fail")
             self.assertEqual(record["containers"][0]["cuda"],
                              {"value": "12.4", "source": "registry"})
-        self.assertEqual(len(self.registry.requests("GET", r"^/v2/ml/audited/manifests/")), 1)
+        # Manifests, not the referrers tag (sha256-<hex>) asked for a scan.
+        manifests = r"^/v2/ml/audited/manifests/(?!sha256-)"
+        self.assertEqual(len(self.registry.requests("GET", manifests)), 1)
         offline = subprocess.run([BINARY, "audit", "--offline", manifest, "--nodes", nodes_file,
                                   "--config", self.pol, "--format", "json", "--fail-on", "never"],
                                  capture_output=True, text=True, timeout=120)
         self.assertNotEqual(json.loads(offline.stdout)[0]["containers"][0]["cuda"].get("source"),
                             "registry")
-        self.assertEqual(len(self.registry.requests("GET", r"^/v2/ml/audited/manifests/")), 1)
+        self.assertEqual(len(self.registry.requests("GET", manifests)), 1)
 
     def test_a_redirect_for_blobs_to_another_server_is_followed(self):
         # The blob store answers blob requests with 307 to the registry
@@ -456,7 +547,9 @@ class ServeWithRegistry(RegistryTestCase):
         self.assertEqual(errors, [])
         self.assertEqual(len(results), 200)
         self.assertTrue(all(not r["allowed"] for r in results))
-        self.assertEqual(len(self.registry.requests("GET", r"^/v2/ml/fresh0/manifests/")), 1)
+        # One manifest (the referrers tag, sha256-<hex>, is the scan's).
+        self.assertEqual(
+            len(self.registry.requests("GET", r"^/v2/ml/fresh0/manifests/(?!sha256-)")), 1)
         self.assertEqual(len(self.registry.requests("GET", r"^/v2/ml/fresh0/blobs/")), 1)
 
     def test_a_slow_registry_answers_within_the_budget_then_from_the_cache(self):

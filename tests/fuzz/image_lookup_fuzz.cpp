@@ -1,7 +1,8 @@
 // Drives the registry lookup state machine with replies made from arbitrary
 // bytes (status, headers, bodies): whatever a registry answers, the lookup
 // ends, in a bounded number of calls, with a config or a failure that says
-// why, and never sends credentials to a host other than the registry's.
+// why, and never sends credentials to a host other than the registry's; a
+// scan it finds is the one of the manifest it read.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -41,7 +42,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   cudagate::TokenCache tokens;
   std::vector<cudagate::RegistryEndpoint> endpoints{{"mirror.example.com", true},
                                                     {"registry.example.com", true}};
-  cudagate::ImageLookup lookup(*ref, cudagate::Platform{}, endpoints, &creds, &tokens, nullptr);
+  // Half the configs are known, so that the lookup reaches the scan's calls
+  // without a config that hashes to its digest.
+  const auto known = std::make_shared<const cudagate::ImageConfig>();
+  cudagate::ImageLookup lookup(
+      *ref, cudagate::Platform{}, endpoints, &creds, &tokens,
+      [&](std::string_view digest) {
+        return !digest.empty() && digest.back() % 2 == 0 ? known : nullptr;
+      },
+      cudagate::LookupLimits{}, /*scan_attached=*/true);
   const auto now = cudagate::RegistryClock::time_point{} + std::chrono::hours(1);
   for (int step = 0;; ++step) {
     auto next = lookup.next(now);
@@ -65,9 +74,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       }
       break;
     }
-    if (std::holds_alternative<cudagate::ImageLookup::ConfigPtr>(next)) break;
+    if (const auto* config = std::get_if<cudagate::ImageLookup::ConfigPtr>(&next)) {
+      // A scan is the manifest's own.
+      if ((*config)->scan != nullptr && (*config)->scan->digest != lookup.manifest_digest()) {
+        __builtin_trap();
+      }
+      break;
+    }
     const auto& call = std::get<cudagate::HttpCall>(next);
-    // Two endpoints, three resources, a token and a retry each, redirects.
+    // Two endpoints, three resources, the scan's two on one endpoint, a
+    // token and a retry each, redirects.
     if (step > 100) __builtin_trap();
     const bool to_registry =
         call.host == "registry.example.com" || call.host == "mirror.example.com";

@@ -72,12 +72,59 @@ TEST(ImageCache, AConfigNamedByTagIsAHitForItsTtlThenStale) {
   expect_answer(cache, "cuda:12.4\nlinux/arm64", kNow, Result::miss, nullptr, "", false);
 }
 
-TEST(ImageCache, AConfigNamedByDigestIsAHitForGood) {
+std::shared_ptr<const ImageConfig> scanned_config_of(std::string digest) {
+  auto config = std::make_shared<ImageConfig>(*config_of(std::move(digest)));
+  auto scan = std::make_shared<ScanFacts>();
+  scan->digest = "sha256:bbb";
+  config->scan = std::move(scan);
+  return config;
+}
+
+TEST(ImageCache, AConfigNamedByDigestWithItsScanIsAHitForGood) {
   ImageCache cache(10, kTtl);
-  const auto config = config_of("sha256:ccc");
+  const auto config = scanned_config_of("sha256:ccc");
   cache.found("cuda@sha256:bbb\nlinux/amd64", config, true, kNow);
   expect_answer(cache, "cuda@sha256:bbb\nlinux/amd64", kNow + std::chrono::hours(24 * 365),
                 Result::hit, config, "", false);
+}
+
+TEST(ImageCache, AConfigNamedByDigestWithoutAScanIsAskedAgainAfterItsTtl) {
+  struct Row {
+    const char* name;
+    std::shared_ptr<const ImageConfig> config;
+    bool scans_looked_for;
+    bool for_good;
+  };
+  // A scan may be attached to the manifest later: without one the entry
+  // is asked again like a tag's, unless no scan is looked for at all.
+  const std::vector<Row> rows = {
+      {"with its scan", scanned_config_of("sha256:ccc"), true, true},
+      {"without a scan", config_of("sha256:ccc"), true, false},
+      {"no scan looked for", config_of("sha256:ccc"), false, true},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.name);
+    ImageCache cache(10, kTtl);
+    cache.found("cuda@sha256:bbb\nlinux/amd64", row.config, true, kNow, row.scans_looked_for);
+    expect_answer(cache, "cuda@sha256:bbb\nlinux/amd64", kNow + kTtl - 1s, Result::hit, row.config,
+                  "", false);
+    const Result later = row.for_good ? Result::hit : Result::stale;
+    expect_answer(cache, "cuda@sha256:bbb\nlinux/amd64", kNow + kTtl, later, row.config, "",
+                  !row.for_good);
+    // The stale config is still answered; the lookup that finds the scan
+    // attached since stores it for good.
+    if (!row.for_good) {
+      const auto scanned = scanned_config_of("sha256:ccc");
+      cache.found("cuda@sha256:bbb\nlinux/amd64", scanned, true, kNow + kTtl);
+      expect_answer(cache, "cuda@sha256:bbb\nlinux/amd64", kNow + std::chrono::hours(24 * 365),
+                    Result::hit, scanned, "", false);
+    }
+  }
+  // A tag's config stays for its ttl, scan or none.
+  ImageCache cache(10, kTtl);
+  const auto scanned = scanned_config_of("sha256:ccc");
+  cache.found("cuda:12.4\nlinux/amd64", scanned, false, kNow);
+  expect_answer(cache, "cuda:12.4\nlinux/amd64", kNow + kTtl, Result::stale, scanned, "", true);
 }
 
 TEST(ImageCache, AFailureIsRememberedForItsTimeThenAskedAgainAndStillAnswered) {

@@ -22,6 +22,7 @@
 #include "registry/manifest.h"
 #include "tests/support/dev_certs.h"
 #include "tests/support/http_test_server.h"
+#include "tests/support/registry_double.h"
 
 namespace cudagate {
 namespace {
@@ -61,63 +62,12 @@ std::string registry_client_index(const std::string& amd64, const std::string& a
 
 HttpTestServer::Answer registry_client_answer(int status, std::string body,
                                               std::string_view content_type = "") {
-  HttpTestServer::Answer answer;
-  answer.response.result(status);
-  if (!content_type.empty()) answer.response.set(http::field::content_type, content_type);
-  answer.response.body() = std::move(body);
-  return answer;
+  return test_support::http_answer(status, std::move(body), content_type);
 }
 
-// The registry: routes by target, each request kept as "target authorization".
-class RegistryDouble {
- public:
-  using Route = std::function<HttpTestServer::Answer(const HttpTestServer::Request&)>;
-
-  RegistryDouble()
-      : server_([this](const HttpTestServer::Request& request) { return answer(request); },
-                test_support::dev_certs()) {}
-
-  void route(const std::string& target, Route route) {
-    std::lock_guard lock(mutex_);
-    routes_[target] = std::move(route);
-  }
-  void serve(const std::string& target, int status, const std::string& body,
-             std::string_view content_type = "") {
-    route(target, [status, body, type = std::string(content_type)](const auto&) {
-      return registry_client_answer(status, body, type);
-    });
-  }
-
-  [[nodiscard]] std::string host() const { return "127.0.0.1:" + server_.port(); }
-  [[nodiscard]] std::string port() const { return server_.port(); }
-  [[nodiscard]] std::vector<std::string> seen() const {
-    std::lock_guard lock(mutex_);
-    return seen_;
-  }
-  [[nodiscard]] std::string first_accept() const {
-    std::lock_guard lock(mutex_);
-    return first_accept_;
-  }
-
- private:
-  HttpTestServer::Answer answer(const HttpTestServer::Request& request) {
-    Route route;
-    {
-      std::lock_guard lock(mutex_);
-      const std::string target(request.target());
-      seen_.push_back(target + " " + std::string(request[http::field::authorization]));
-      if (seen_.size() == 1) first_accept_ = std::string(request[http::field::accept]);
-      if (const auto it = routes_.find(target); it != routes_.end()) route = it->second;
-    }
-    if (!route) return registry_client_answer(404, R"({"errors":[{"code":"NAME_UNKNOWN"}]})");
-    return route(request);
-  }
-
-  mutable std::mutex mutex_;
-  std::map<std::string, Route> routes_;
-  std::vector<std::string> seen_;
-  std::string first_accept_;
-  HttpTestServer server_;  // last: its threads stop before the members they use go
+// The registry, over TLS with the development certificates.
+struct RegistryDouble : test_support::RegistryDouble {
+  RegistryDouble() : test_support::RegistryDouble(true) {}
 };
 
 RegistrySettings registry_client_settings() {
@@ -126,6 +76,16 @@ RegistrySettings registry_client_settings() {
   settings.credentials = "";  // anonymous unless a test writes some
   settings.timeout = std::chrono::seconds(30);
   return settings;
+}
+
+std::string registry_client_referrers(const std::string& repository, const std::string& digest) {
+  return "/v2/" + repository + "/referrers/" + digest +
+         "?artifactType=application%2Fvnd.cudagate.scan.v1%2Bjson";
+}
+
+std::string registry_client_referrers_tag(const std::string& repository,
+                                          const std::string& digest) {
+  return "/v2/" + repository + "/manifests/sha256-" + digest.substr(7);
 }
 
 const std::string& registry_client_env(const ImageConfig& config, std::string_view name) {
@@ -185,12 +145,17 @@ TEST(RegistryClient, FetchesTheIndexThePlatformsManifestAndItsConfig) {
   EXPECT_EQ(registry_client_env(*answer.config, "CUDA_VERSION"), "12.6.0");
   EXPECT_EQ(answer.config->digest, sha256_digest(arm64_config));
 
+  // Then the scan attached to the platform's manifest: neither the
+  // referrers API nor the referrers tag has one.
   const std::vector<std::string> expected = {
       "/v2/ml/train/manifests/v1 ",
       "/v2/ml/train/manifests/" + sha256_digest(arm64) + " ",
       "/v2/ml/train/blobs/" + sha256_digest(arm64_config) + " ",
+      registry_client_referrers("ml/train", sha256_digest(arm64)) + " ",
+      registry_client_referrers_tag("ml/train", sha256_digest(arm64)) + " ",
   };
   EXPECT_EQ(registry.seen(), expected);
+  EXPECT_EQ(answer.config->scan, nullptr);
   EXPECT_EQ(registry.first_accept(), manifest_accept());
 }
 
@@ -265,10 +230,14 @@ TEST(RegistryClient, BearerTokenWithCredentialsThenABlobRedirectedWithoutThem) {
       "/v2/ml/train/blobs/" + sha256_digest(config) + " Bearer tok-1",
       // Another host: the blob store's signed URL gets no credentials.
       "/storage/config?sig=abc ",
+      registry_client_referrers("ml/train", sha256_digest(manifest)) + " Bearer tok-1",
+      registry_client_referrers_tag("ml/train", sha256_digest(manifest)) + " Bearer tok-1",
       "/v2/ml/train/manifests/v2 Bearer tok-1",
+      // The registry has no referrers API, as its 404 said: the tag at once.
+      registry_client_referrers_tag("ml/train", sha256_digest(manifest)) + " Bearer tok-1",
   };
   EXPECT_EQ(registry.seen(), expected);
-  EXPECT_EQ(observer.requests, 6);
+  EXPECT_EQ(observer.requests, 9);
   EXPECT_EQ(observer.lookups, (std::vector<std::string>{"found", "found"}));
   EXPECT_EQ(observer.cache, (std::vector<std::string>{"hit", "hit"}));
 }
@@ -328,9 +297,57 @@ TEST(RegistryClient, ConcurrentLookupsOfOneImageShareItsRequests) {
   ASSERT_FALSE(client.configure(registry_client_settings()).has_value());
   const ImageWanted wanted{registry.host() + "/ml/train:v1", "linux/amd64"};
   registry_client_run(ioc, client, {{wanted}, {wanted}, {wanted, wanted}});
-  EXPECT_EQ(registry.seen().size(), 2U);  // one manifest, one config
+  // One manifest, one config, the referrers API and the referrers tag.
+  EXPECT_EQ(registry.seen().size(), 4U);
   EXPECT_EQ(client.cached(wanted.image, wanted.platform).state,
             RegistryClient::Answer::State::found);
+}
+
+TEST(RegistryClient, FindsTheScanAttachedAtTheReferrersTag) {
+  RegistryDouble registry;
+  const std::string config = registry_client_config("12.4.1", "amd64");
+  const std::string manifest = registry_client_manifest(config);
+  const std::string digest = sha256_digest(manifest);
+  const json facts = {
+      {"digest", digest},
+      {"platform", "linux/amd64"},
+      {"cudaRuntime", "12.4.127"},
+      {"cudaCompat", nullptr},
+      {"framework", nullptr},
+      {"files", {{{"path", "/opt/x.so"}, {"sass", {"9.0a"}}, {"ptx", json::array()}}}}};
+  const json index = {{"schemaVersion", 2},
+                      {"mediaType", kOciIndex},
+                      {"manifests",
+                       {{{"mediaType", kOciManifest},
+                         {"digest", sha256_digest("the scan's manifest")},
+                         {"size", 700},
+                         {"artifactType", "application/vnd.cudagate.scan.v1+json"},
+                         {"annotations",
+                          {{"org.opencontainers.image.created", "2025-03-01T10:00:00Z"},
+                           {"io.cudagate.scan.facts", facts.dump()}}}}}}};
+  registry.serve("/v2/ml/train/manifests/v1", 200, manifest, kOciManifest);
+  registry.serve("/v2/ml/train/blobs/" + sha256_digest(config), 200, config);
+  registry.serve(registry_client_referrers_tag("ml/train", digest), 200, index.dump(), kOciIndex);
+  const ImageWanted wanted{registry.host() + "/ml/train:v1", "linux/amd64"};
+  for (const bool attached : {true, false}) {
+    SCOPED_TRACE(attached);
+    RegistrySettings settings = registry_client_settings();
+    settings.scan_attached = attached;
+    const auto answers = look_up_once(settings, {wanted});
+    ASSERT_TRUE(answers.has_value()) << answers.error().str();
+    const auto& answer = answers->front();
+    ASSERT_EQ(answer.state, RegistryClient::Answer::State::found) << answer.reason;
+    if (attached) {
+      ASSERT_NE(answer.config->scan, nullptr);
+      EXPECT_EQ(answer.config->scan->digest, digest);
+      ASSERT_EQ(answer.config->scan->files.size(), 1U);
+      EXPECT_EQ(answer.config->scan->files[0].archs.str(), "9.0a");
+    } else {
+      EXPECT_EQ(answer.config->scan, nullptr);
+    }
+  }
+  // Four calls with the scan, two without.
+  EXPECT_EQ(registry.seen().size(), 6U);
 }
 
 TEST(RegistryClient, SettingsDecideWhetherItAsks) {

@@ -83,5 +83,25 @@ TEST(ScanReport, TextForATerminal) {
   EXPECT_NE(text.find("CUDA runtime:  none found\n"), std::string::npos);
 }
 
+TEST(ScanReport, FactsAreTheContractKeysOfTheScanJson) {
+  const ScanOrigin origin{"registry", "r.io/pt:v1", "sha256:0123", "linux/amd64"};
+  const auto facts = scan_facts_json(origin, full_scan());
+  EXPECT_EQ(facts.dump(),
+            R"({"digest":"sha256:0123","platform":"linux/amd64",)"
+            R"("cudaRuntime":"12.6.77","cudaCompat":"550.54.15",)"
+            R"("framework":{"name":"pytorch","version":"2.5.1+cu126","cuda":"12.6",)"
+            R"("path":"/usr/lib/python3.12/site-packages/torch/version.py"},)"
+            R"("files":[{"path":"/usr/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so",)"
+            R"("sass":["8.0","9.0a"],"ptx":["9.0"]}]})");
+  const auto full = scan_json(origin, full_scan());
+  for (const auto& [key, value] : facts.items()) EXPECT_EQ(value, full.at(key)) << key;
+}
+
+TEST(ScanReport, FactsWithNothingKnown) {
+  EXPECT_EQ(scan_facts_json(ScanOrigin{"rootfs", "/r", "", ""}, scan::ImageScan{}).dump(),
+            R"({"digest":null,"platform":null,"cudaRuntime":null,"cudaCompat":null,)"
+            R"("framework":null,"files":[]})");
+}
+
 }  // namespace
 }  // namespace cudagate

@@ -165,6 +165,25 @@ TEST(WebhookMetrics, ExposesTheContractNames) {
   }
 }
 
+TEST(WebhookMetrics, ImageScans) {
+  WebhookMetrics metrics("1.2.3", "abc123");
+  metrics.scans_enabled();
+  metrics.scan("scanned", 1024, 2.5);
+  metrics.scan("over_budget", 4096, 1);
+  metrics.scans_pending(3);
+  const std::string text = metrics.render();
+  for (const char* line : {
+           "cudagate_image_scans_total{result=\"scanned\"} 1\n",
+           "cudagate_image_scans_total{result=\"failed\"} 0\n",
+           "cudagate_image_scans_total{result=\"over_budget\"} 1\n",
+           "cudagate_image_scan_bytes_total 5120\n",
+           "cudagate_image_scan_duration_seconds_count 2\n",
+           "cudagate_image_scans_pending 3\n",
+       }) {
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\nin:\n" << text;
+  }
+}
+
 TEST(WebhookMetrics, PassesPromtool) {
   if (std::system("command -v promtool >/dev/null 2>&1") != 0) {
     GTEST_SKIP() << "promtool not installed (Debian package prometheus)";

@@ -29,6 +29,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -223,5 +224,17 @@ class HttpTestServer {
   std::vector<std::shared_ptr<boost::asio::ip::tcp::socket>> sockets_;
   std::vector<std::thread> threads_;
 };
+
+// An answer of `status` with `body` and, given, a Content-Type.
+inline HttpTestServer::Answer http_answer(int status, std::string body,
+                                          std::string_view content_type = "") {
+  HttpTestServer::Answer answer;
+  answer.response.result(status);
+  if (!content_type.empty()) {
+    answer.response.set(boost::beast::http::field::content_type, content_type);
+  }
+  answer.response.body() = std::move(body);
+  return answer;
+}
 
 }  // namespace test_support

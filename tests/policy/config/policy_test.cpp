@@ -471,5 +471,31 @@ TEST(Mode, RoundTrips) {
   EXPECT_EQ(parse_mode(""), std::nullopt);
 }
 
+TEST(Policy, ScanSettings) {
+  expect_defaults(parse_ok("scan:\n"));
+  const Policy p = parse_ok("scan:\n  attached: false\n  countedFiles: [\"/opt/app/*.so\"]\n");
+  EXPECT_FALSE(p.registry.scan_attached);
+  EXPECT_EQ(p.scan.counted_files, std::vector<std::string>{"/opt/app/*.so"});
+  EXPECT_TRUE(parse_ok("{}").registry.scan_attached);
+  EXPECT_EQ(parse_error("scan:\n  countedFiles: [\"/a\", \"lib/*.so\"]\n"),
+            "policy.yaml:2: scan.countedFiles[1]: expected a glob over a path from the image's "
+            "root, starting with \"/\", got \"lib/*.so\"");
+  EXPECT_FALSE(p.scan.background);
+  const Policy background =
+      parse_ok("scan:\n  background: true\n  maxImageBytes: 512Mi\n  maxBytesPerHour: 4096\n");
+  EXPECT_TRUE(background.scan.background);
+  EXPECT_EQ(background.scan.max_image_bytes, std::uint64_t{512} << 20);
+  EXPECT_EQ(background.scan.max_bytes_per_hour, 4096U);
+  EXPECT_EQ(parse_error("scan:\n  maxImageBytes: 10GB\n"),
+            "policy.yaml:2: scan.maxImageBytes: expected a positive size in bytes like 16Gi, "
+            "512Mi or 4096, got \"10GB\"");
+  EXPECT_EQ(parse_error("scan:\n  maxBytesPerHour: 0\n"),
+            "policy.yaml:2: scan.maxBytesPerHour: expected a positive size in bytes like 16Gi, "
+            "512Mi or 4096, got \"0\"");
+  EXPECT_EQ(parse_error("scan:\n  schedule: daily\n"),
+            "policy.yaml:2: scan.schedule: unknown field (expected one of attached, "
+            "countedFiles, background, maxImageBytes, maxBytesPerHour)");
+}
+
 }  // namespace
 }  // namespace cudagate

@@ -107,6 +107,7 @@ TEST(DecisionEquality, EveryValueCountsButWhereTheNamesAreHeld) {
       {"claims", [](Decision& d) { d.claims.clear(); }},
       {"device requests", [](Decision& d) { d.device_requests[0].second = 2; }},
       {"device container", [](Decision& d) { d.device_container = 1; }},
+      {"notes", [](Decision& d) { d.notes.emplace_back("container \"train\": a note"); }},
   };
   for (const auto& [what, change] : changes) {
     Decision other = base;

@@ -13,6 +13,7 @@
 
 #include "compat-db/compat_db.h"
 #include "tests/support/embedded_compat_db.h"
+#include "tests/support/scan_facts.h"
 
 namespace cudagate {
 namespace {
@@ -20,6 +21,10 @@ namespace {
 using ::testing::HasSubstr;
 
 using test_support::db;
+using test_support::kTorchCudaLib;
+using test_support::scan_of;
+using test_support::scanned_code;
+using test_support::scanned_config;
 
 using Pairs = std::vector<std::pair<std::string, std::string>>;
 
@@ -505,9 +510,10 @@ TEST(Evaluate, GroupsListAtMostTwentyNames) {
 TEST(Evaluate, RegistryFactsAndFlagsAreInputs) {
   const Inventory inv = fleet({t4("gpu-t4-1", "535.129.03")});
   RegistryFacts registry;
-  registry.add(kImage,
-               std::make_shared<const ImageConfig>(ImageConfig{
-                   {{"CUDA_VERSION", "12.4.1"}, {"NVIDIA_REQUIRE_CUDA", "cuda>=12.4"}}, {}, ""}));
+  registry.add(
+      kImage,
+      std::make_shared<const ImageConfig>(ImageConfig{
+          {{"CUDA_VERSION", "12.4.1"}, {"NVIDIA_REQUIRE_CUDA", "cuda>=12.4"}}, {}, "", nullptr}));
   const Decision from_registry = decide(gpu_pod({}), inv, {}, EvaluationInputs{&registry, nullptr});
   EXPECT_EQ(from_registry.verdict, Verdict::fail);
   EXPECT_EQ(from_registry.containers[0].require.source, "registry");
@@ -533,9 +539,10 @@ TEST(Evaluate, MemoGivesTheDecisionsMadeWithoutIt) {
   Policy exact;
   exact.arch_match = ArchMatch::exact;
   RegistryFacts registry;
-  registry.add("nvcr.io/nvidia/pytorch:24.05-py3",
-               std::make_shared<const ImageConfig>(ImageConfig{
-                   {{"CUDA_VERSION", "12.1.0"}, {"TORCH_CUDA_ARCH_LIST", "8.0"}}, {}, ""}));
+  registry.add(
+      "nvcr.io/nvidia/pytorch:24.05-py3",
+      std::make_shared<const ImageConfig>(ImageConfig{
+          {{"CUDA_VERSION", "12.1.0"}, {"TORCH_CUDA_ARCH_LIST", "8.0"}}, {}, "", nullptr}));
   FlagValues flags;
   flags.cuda = "12.6";
   struct Row {
@@ -612,6 +619,35 @@ TEST(GpuContainers, ResourcesThatCount) {
   ASSERT_EQ(gpus.size(), 2U);
   EXPECT_EQ(gpus[0]->name, "a");
   EXPECT_EQ(gpus[1]->name, "c");
+}
+
+// The example of docs/scan.md: an image whose only CUDA code is PyTorch's,
+// compiled for 8.0 and 9.0, says nothing of it in its variables; its
+// attached scan keeps it off a T4 and lets it onto an A100.
+TEST(Evaluate, AnAttachedScanDecides) {
+  const Inventory inv = fleet({t4("gpu-t4-1", "570.124.06"), a100("gpu-a100-1", "570.124.06")});
+  RegistryFacts registry;
+  registry.add(kImage, scanned_config({}, scan_of({scanned_code(kTorchCudaLib, "8.0;9.0+PTX"),
+                                                   scanned_code("/opt/ext/flash.so", "9.0")},
+                                                  "12.8.90", "2.7.0+cu128")));
+  const Decision d = decide(gpu_pod({}), inv, {}, EvaluationInputs{&registry, nullptr});
+  EXPECT_EQ(d.verdict, Verdict::partial);
+  EXPECT_EQ(d.compatible, 1U);
+  EXPECT_EQ(d.containers[0].archs.source, "scan");
+  EXPECT_EQ(d.containers[0].cuda.source, "scan");
+  ASSERT_FALSE(d.groups.empty());
+  ASSERT_EQ(d.groups[0].findings.size(), 1U);
+  EXPECT_THAT(d.groups[0].findings[0].message,
+              HasSubstr("libtorch_cuda.so, which has kernels for 8.0, 9.0 and PTX 9.0 (scan); no "
+                        "kernel image for compute capability 7.5"));
+  // flash.so has no 8.0 kernel: a note for the A100, not a denial.
+  ASSERT_EQ(d.notes.size(), 1U);
+  EXPECT_THAT(d.notes[0], HasSubstr("/opt/ext/flash.so has kernels for 9.0: no kernel image for "
+                                    "compute capability 8.0"));
+  // Without the scan the image is unknown, and nothing is denied.
+  const Decision blind = decide(gpu_pod({}), inv, {}, EvaluationInputs{nullptr, nullptr});
+  EXPECT_TRUE(blind.unknown_image);
+  EXPECT_NE(blind.verdict, Verdict::partial);
 }
 
 }  // namespace

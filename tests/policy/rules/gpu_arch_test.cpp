@@ -9,6 +9,7 @@
 
 #include "policy/rules/rule.h"
 #include "tests/support/rule_cases.h"
+#include "tests/support/scan_facts.h"
 
 namespace cudagate {
 namespace {
@@ -19,8 +20,11 @@ using test_support::check_train;
 using test_support::db;
 using test_support::exact;
 using test_support::gpu_facts;
+using test_support::kTorchCudaLib;
 using test_support::Md;
 using test_support::run_cases;
+using test_support::scan_of;
+using test_support::scanned_code;
 using test_support::t4_facts;
 
 TEST(GpuArchRule, AnUnknownProductIsAGapInTheMatrix) {
@@ -229,5 +233,69 @@ TEST(GpuArchRule, OlderCudaFixNamesTheLastReleaseThatTargetsTheGpu) {
             "use an image built with CUDA 12.9 or older, or run on a GPU of compute capability "
             "7.5 or newer");
 }
+
+// Metadata whose archs come from a scan: `counted` and `others` are the
+// scan's files by index.
+ContainerMetadata scanned_md(const ScanFacts& scan, std::vector<std::size_t> counted,
+                             std::vector<std::size_t> others) {
+  ContainerMetadata md;
+  md.scan = std::make_shared<const ScanFacts>(scan);
+  md.scan_files.counted = std::move(counted);
+  md.scan_files.others = std::move(others);
+  md.scan_files.why = "the PyTorch package";
+  const ScannedCode& first = scan.files[md.scan_files.counted.front()];
+  md.archs = Sourced<ArchSet>{first.archs, Source::scan, first.archs.str(), first.path};
+  md.cuda = Sourced<CudaVersion>{CudaVersion(12, 4), Source::scan, "12.4.127",
+                                 "/usr/local/cuda/lib64/libcudart.so.12.4.127"};
+  return md;
+}
+
+TEST(GpuArchRule, AScannedFileWithoutTheNodesKernelFails) {
+  const ScanFacts scan = scan_of({scanned_code(kTorchCudaLib, "8.0;9.0+PTX")});
+  const RuleResult r = check_train(scanned_md(scan, {0}, {}), t4_facts("570.124.06", "12.8"));
+  EXPECT_EQ(r.outcome, Outcome::incompatible);
+  ASSERT_EQ(r.findings.size(), 1U);
+  EXPECT_EQ(r.findings[0].message,
+            "ships " + std::string(kTorchCudaLib) +
+                ", which has kernels for 8.0, 9.0 and PTX 9.0 (scan); no kernel image for compute "
+                "capability 7.5 (Tesla-T4)");
+  EXPECT_THAT(r.findings[0].fix, HasSubstr("compiled for 7.5"));
+  const GpuFacts h100 = gpu_facts("570.124.06", "12.8", "9.0", "NVIDIA-H100-80GB-HBM3", "");
+  EXPECT_EQ(check_train(scanned_md(scan, {0}, {}), h100).outcome, Outcome::compatible);
+  // PTX 9.0 is JIT-compiled on a newer GPU.
+  const GpuFacts b200 = gpu_facts("570.124.06", "12.8", "10.0", "NVIDIA-B200", "");
+  EXPECT_EQ(check_train(scanned_md(scan, {0}, {}), b200).outcome, Outcome::compatible);
+}
+
+TEST(GpuArchRule, EveryCountedFileMustRun) {
+  const ScanFacts scan =
+      scan_of({scanned_code("/opt/a.so", "7.5;8.0"), scanned_code("/opt/b.so", "8.0"),
+               scanned_code("/opt/c.so", "8.0")});
+  const RuleResult r = check_train(scanned_md(scan, {0, 1, 2}, {}), t4_facts("570.124.06", "12.8"));
+  ASSERT_EQ(r.findings.size(), 1U);
+  EXPECT_EQ(r.findings[0].message,
+            "ships /opt/b.so, which has kernels for 8.0 (scan); no kernel image for compute "
+            "capability 7.5 (Tesla-T4), nor in 1 more of the files counted");
+}
+
+TEST(GpuArchRule, AFileNotCountedIsANoteNeverAFailure) {
+  const ScanFacts scan =
+      scan_of({scanned_code("/opt/flash.so", "8.0;9.0"), scanned_code(kTorchCudaLib, "7.5;8.0")});
+  const RuleResult r = check_train(scanned_md(scan, {1}, {0}), t4_facts("570.124.06", "12.8"));
+  EXPECT_EQ(r.outcome, Outcome::compatible);
+  EXPECT_TRUE(r.findings.empty());
+  ASSERT_EQ(r.notes.size(), 1U);
+  EXPECT_EQ(r.notes[0],
+            "container \"train\": /opt/flash.so has kernels for 8.0, 9.0: no kernel image for "
+            "compute capability 7.5 (Tesla-T4); it is not among the files counted (the PyTorch "
+            "package), but a call into it would fail there");
+}
+
+TEST(GpuArchRule, AScanOnANodeOfUnknownCapabilityIsUnknown) {
+  const ScanFacts scan = scan_of({scanned_code("/opt/a.so", "8.0")});
+  const GpuFacts unknown_cc = gpu_facts("570.124.06", "12.8", "", "", std::nullopt);
+  EXPECT_EQ(check_train(scanned_md(scan, {0}, {}), unknown_cc).outcome, Outcome::unknown);
+}
+
 }  // namespace
 }  // namespace cudagate

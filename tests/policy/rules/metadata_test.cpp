@@ -13,6 +13,7 @@
 
 #include "compat-db/compat_db.h"
 #include "tests/support/embedded_compat_db.h"
+#include "tests/support/scan_facts.h"
 
 namespace cudagate {
 namespace {
@@ -21,6 +22,10 @@ using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
 using test_support::db;
+using test_support::kTorchCudaLib;
+using test_support::scan_of;
+using test_support::scanned_code;
+using test_support::scanned_config;
 
 using Pairs = std::vector<std::pair<std::string, std::string>>;
 
@@ -120,7 +125,8 @@ TEST(Metadata, RegistryConfigAndPodEnvOverride) {
                     {"NVIDIA_REQUIRE_CUDA", "cuda>=12.1 brand=tesla,driver>=470,driver<471"},
                     {"TORCH_CUDA_ARCH_LIST", "8.0 9.0+PTX"}},
                    {},
-                   ""}));
+                   "",
+                   nullptr}));
   const ContainerMetadata from_image = resolve_ok(workload(kMetadataImage, {}), {}, &registry);
   EXPECT_EQ(cuda_of(from_image), "12.1");
   EXPECT_EQ(from_image.cuda.source, Source::registry);
@@ -151,14 +157,16 @@ TEST(Metadata, RegistryConfigAndPodEnvOverride) {
 
 TEST(Metadata, CudaFallsBackToRequireCudaThenToTheLabel) {
   RegistryFacts registry;
-  registry.add("a:1",
-               std::make_shared<const ImageConfig>(ImageConfig{
-                   {{"NVIDIA_REQUIRE_CUDA", "brand=tesla,driver>=470 cuda>=12.2"}}, {}, ""}));
+  registry.add(
+      "a:1",
+      std::make_shared<const ImageConfig>(ImageConfig{
+          {{"NVIDIA_REQUIRE_CUDA", "brand=tesla,driver>=470 cuda>=12.2"}}, {}, "", nullptr}));
   registry.add("b:1", std::make_shared<const ImageConfig>(
-                          ImageConfig{{}, {{"com.nvidia.cuda.version", "11.8.0"}}, ""}));
-  registry.add("c:1",
-               std::make_shared<const ImageConfig>(ImageConfig{
-                   {{"CUDA_VERSION", "12.0"}}, {{"com.nvidia.cuda.version", "11.8.0"}}, ""}));
+                          ImageConfig{{}, {{"com.nvidia.cuda.version", "11.8.0"}}, "", nullptr}));
+  registry.add(
+      "c:1",
+      std::make_shared<const ImageConfig>(ImageConfig{
+          {{"CUDA_VERSION", "12.0"}}, {{"com.nvidia.cuda.version", "11.8.0"}}, "", nullptr}));
   const ContainerMetadata a = resolve_ok(workload("a:1", {}), {}, &registry);
   EXPECT_EQ(cuda_of(a), "12.2");
   EXPECT_EQ(a.cuda.name, "NVIDIA_REQUIRE_CUDA");
@@ -179,7 +187,7 @@ TEST(Metadata, CatalogComesBeforeRegistryAndInference) {
       CatalogEntry{"docker.io/nvidia/cuda:*", std::nullopt, std::nullopt, "cuda>=11.0"});
   RegistryFacts registry;
   registry.add(kMetadataImage, std::make_shared<const ImageConfig>(
-                                   ImageConfig{{{"CUDA_VERSION", "12.8"}}, {}, ""}));
+                                   ImageConfig{{{"CUDA_VERSION", "12.8"}}, {}, "", nullptr}));
   const ContainerMetadata md = resolve_ok(workload(kMetadataImage, {}), policy, &registry);
   EXPECT_EQ(cuda_of(md), "12.1");
   EXPECT_EQ(md.cuda.source, Source::catalog);
@@ -441,9 +449,10 @@ TEST(Metadata, ValuesAPersonWroteMustParse) {
 
 TEST(Metadata, BadValuesFromTheImageLeaveValuesUnknown) {
   RegistryFacts registry;
-  registry.add(kMetadataImage,
-               std::make_shared<const ImageConfig>(ImageConfig{
-                   {{"CUDA_VERSION", "12.x"}, {"TORCH_CUDA_ARCH_LIST", "Bogus"}}, {}, ""}));
+  registry.add(
+      kMetadataImage,
+      std::make_shared<const ImageConfig>(ImageConfig{
+          {{"CUDA_VERSION", "12.x"}, {"TORCH_CUDA_ARCH_LIST", "Bogus"}}, {}, "", nullptr}));
   const ContainerMetadata md = resolve_ok(workload(kMetadataImage, {}), {}, &registry);
   EXPECT_FALSE(md.cuda.value);
   EXPECT_FALSE(md.archs.value);
@@ -455,8 +464,9 @@ TEST(Metadata, RequirementsWithInvalidTermsAreKeptForTheNodesToJudge) {
   // reaches it, so the value itself is never unreadable, from the image or
   // from the pod.
   RegistryFacts registry;
-  registry.add(kMetadataImage, std::make_shared<const ImageConfig>(ImageConfig{
-                                   {{"NVIDIA_REQUIRE_CUDA", "cuda>=12.4 jetpack>=5"}}, {}, ""}));
+  registry.add(kMetadataImage,
+               std::make_shared<const ImageConfig>(ImageConfig{
+                   {{"NVIDIA_REQUIRE_CUDA", "cuda>=12.4 jetpack>=5"}}, {}, "", nullptr}));
   const ContainerMetadata image = resolve_ok(workload(kMetadataImage, {}), {}, &registry);
   ASSERT_TRUE(image.require.value);
   ASSERT_EQ(image.require.value->requirements.size(), 1U);
@@ -610,7 +620,7 @@ TEST(Metadata, ValueFromHidesTheImageValue) {
   RegistryFacts registry;
   registry.add(kMetadataImage,
                std::make_shared<const ImageConfig>(ImageConfig{
-                   {{"CUDA_VERSION", "12.4"}, {"TORCH_CUDA_ARCH_LIST", "8.0"}}, {}, ""}));
+                   {{"CUDA_VERSION", "12.4"}, {"TORCH_CUDA_ARCH_LIST", "8.0"}}, {}, "", nullptr}));
   const ContainerMetadata md =
       resolve_ok(workload(kMetadataImage,
                           {{"CUDA_VERSION", std::nullopt}, {"TORCH_CUDA_ARCH_LIST", std::nullopt}}),
@@ -693,13 +703,84 @@ TEST(Metadata, NgcRequirementOffersEachForwardCompatibleBranchPerDatacenterBrand
 
 TEST(Metadata, RegistryResultBeatsInference) {
   RegistryFacts registry;
-  registry.add(
-      "nvidia/cuda:12.8.1-base-ubuntu24.04",
-      std::make_shared<const ImageConfig>(ImageConfig{{{"CUDA_VERSION", "12.8.1"}}, {}, ""}));
+  registry.add("nvidia/cuda:12.8.1-base-ubuntu24.04",
+               std::make_shared<const ImageConfig>(
+                   ImageConfig{{{"CUDA_VERSION", "12.8.1"}}, {}, "", nullptr}));
   const ContainerMetadata md =
       resolve_ok(workload("nvidia/cuda:12.8.1-base-ubuntu24.04", {}), {}, &registry);
   EXPECT_EQ(md.cuda.source, Source::registry);
   EXPECT_EQ(require_of(md), "cuda>=12.8");
+}
+
+// An attached scan (docs/scan.md): its files outrank what the image's
+// variables say of its architectures, and give the CUDA runtime where the
+// image states none; a person's annotation outranks both.
+TEST(Metadata, AScanOutranksTheImagesArchList) {
+  RegistryFacts registry;
+  registry.add(kMetadataImage,
+               scanned_config({{"CUDA_VERSION", "12.8.0"}, {"TORCH_CUDA_ARCH_LIST", "7.5;8.0"}},
+                              scan_of({scanned_code(kTorchCudaLib, "8.0;9.0+PTX")}, "12.8.90",
+                                      "2.7.0+cu128")));
+  const ContainerMetadata md = resolve_ok(workload(kMetadataImage, {}), {}, &registry);
+  EXPECT_EQ(sourced_text(md.archs), std::string("8.0;9.0+PTX|scan|8.0;9.0+PTX|") + kTorchCudaLib);
+  EXPECT_EQ(cuda_of(md), "12.8");
+  EXPECT_EQ(md.cuda.source, Source::registry);
+  ASSERT_NE(md.scan, nullptr);
+  EXPECT_EQ(md.scan_files.counted, std::vector<std::size_t>{0});
+  ASSERT_EQ(md.scan_notes.size(), 1U);
+  EXPECT_EQ(md.scan_notes[0], std::string("TORCH_CUDA_ARCH_LIST (registry) says 7.5;8.0; ") +
+                                  kTorchCudaLib + " has kernels for 8.0, 9.0 and PTX 9.0");
+}
+
+TEST(Metadata, AScanGivesTheRuntimeWhereTheImageStatesNone) {
+  RegistryFacts registry;
+  registry.add(kMetadataImage,
+               scanned_config({}, scan_of({scanned_code("/opt/app/libk.so", "8.0")}, "12.8.90")));
+  const ContainerMetadata md = resolve_ok(workload(kMetadataImage, {}), {}, &registry);
+  EXPECT_EQ(sourced_text(md.cuda),
+            "12.8|scan|12.8.90|/usr/local/lib/python3.12/site-packages/nvidia/cuda_runtime/lib/"
+            "libcudart.so.12");
+  EXPECT_TRUE(md.scan_notes.empty());
+  EXPECT_EQ(require_of(md), "unknown");  // a runtime found is no NVIDIA_REQUIRE_CUDA
+}
+
+TEST(Metadata, AScanDisagreeingWithCudaVersionIsNoted) {
+  RegistryFacts registry;
+  registry.add(kMetadataImage,
+               scanned_config({{"CUDA_VERSION", "12.4.1"}},
+                              scan_of({scanned_code("/opt/app/libk.so", "8.0")}, "12.8.90")));
+  const ContainerMetadata md = resolve_ok(workload(kMetadataImage, {}), {}, &registry);
+  EXPECT_EQ(cuda_of(md), "12.4");
+  ASSERT_EQ(md.scan_notes.size(), 1U);
+  EXPECT_THAT(md.scan_notes[0], StartsWith("CUDA_VERSION (registry) says 12.4.1; the image ships "
+                                           "the CUDA runtime 12.8.90 ("));
+}
+
+TEST(Metadata, AnAnnotationOutranksTheScan) {
+  RegistryFacts registry;
+  registry.add(kMetadataImage,
+               scanned_config({}, scan_of({scanned_code("/opt/app/libk.so", "8.0")}, "12.8.90")));
+  const ContainerMetadata md =
+      resolve_ok(workload(kMetadataImage, {}, {{"cudagate.io/arch-list", "7.5"}}), {}, &registry);
+  EXPECT_EQ(archs_of(md), "7.5");
+  EXPECT_EQ(md.archs.source, Source::annotation);
+  EXPECT_EQ(md.scan, nullptr);
+  EXPECT_TRUE(md.scan_files.counted.empty());
+}
+
+TEST(Metadata, AScanWithoutCountedCodeLeavesTheImagesWord) {
+  // Only NVIDIA's own libraries hold GPU code: they say what CUDA supports,
+  // not what the image was built for.
+  RegistryFacts registry;
+  registry.add(
+      kMetadataImage,
+      scanned_config(
+          {{"TORCH_CUDA_ARCH_LIST", "8.0"}},
+          scan_of({scanned_code("/usr/local/cuda/lib64/libcublas.so.12", "7.5;8.0;9.0+PTX")})));
+  const ContainerMetadata md = resolve_ok(workload(kMetadataImage, {}), {}, &registry);
+  EXPECT_EQ(archs_of(md), "8.0");
+  EXPECT_EQ(md.archs.source, Source::registry);
+  EXPECT_EQ(md.scan, nullptr);
 }
 
 }  // namespace
