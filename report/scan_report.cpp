@@ -64,7 +64,8 @@ ordered_json scan_json(const ScanOrigin& origin, const scan::ImageScan& scan) {
   for (const Error& problem : scan.problems) problems.push_back(problem.str());
   ordered_json out = {{"source", {{"kind", origin.source}, {"location", origin.location}}}};
   // The facts first, as an attached scan carries them, then the rest.
-  for (auto& [key, value] : scan_facts_json(origin, scan).items()) out[key] = std::move(value);
+  ordered_json facts = scan_facts_json(origin, scan);
+  for (auto& [key, value] : facts.items()) out[key] = std::move(value);
   out["cudaRuntimes"] = std::move(runtimes);
   out["cudaCompatFile"] = version_json(scan.cuda_compat);
   out["problems"] = std::move(problems);
