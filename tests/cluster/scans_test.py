@@ -8,7 +8,8 @@ available`; once `cudagate scan --attach` has attached its scan, the
 validating and mutating webhooks called by kube-apiserver v1.37 refuse it
 there naming the library, pin it off the T4 elsewhere (kube-scheduler
 binds it to a node that can run it), and warn that flash-attn has no
-kernel for the A100. `cudagate check --image` says the same. With
+kernel for the A100. `cudagate check --image` and `cudagate audit` say the
+same. With
 scan.background, cudagate scans an image it admitted blind by itself, and
 the next admission of that image is judged on its files.
 
@@ -133,12 +134,29 @@ class ScansTest(kc.ClusterTestCase):
         self.assertNotIn("gpu-t4-1", json.dumps(terms))
         self.assertIn(self.cluster.node_of("ml", "torch-any"), {"gpu-a100-1", "gpu-h100-1"})
 
-    def test_check_reads_the_same_scan(self):
+    def nodes_file(self):
         nodes = os.path.join(self.tmp, "nodes.json")
         with open(nodes, "w") as f:
             json.dump({"apiVersion": "v1", "kind": "List",
                        "items": [kc.gfd_node("gpu-t4-1", DRIVER, "7.5", T4, "12.8"),
                                  kc.gfd_node("gpu-h100-1", DRIVER, "9.0", H100, "12.8")]}, f)
+        return nodes
+
+    def test_audit_reads_the_same_scan(self):
+        pods = os.path.join(self.tmp, "pods.json")
+        with open(pods, "w") as f:
+            json.dump(kc.gpu_pod("torch", "ml", cuda=None, image=self.images["attached"]), f)
+        out = subprocess.run([self.binary, "audit", pods, "--nodes", self.nodes_file(),
+                              "--config", self.policy, "--format", "json"],
+                             capture_output=True, text=True, timeout=120)
+        records = json.loads(out.stdout)
+        records = records if isinstance(records, list) else records.get("items", [records])
+        self.assertEqual([r["verdict"] for r in records], ["partial"], out.stderr)
+        findings = [f["message"] for g in records[0]["groups"] for f in g["findings"]]
+        self.assertEqual(findings, [NO_KERNEL_ON_T4])
+
+    def test_check_reads_the_same_scan(self):
+        nodes = self.nodes_file()
         out = subprocess.run([self.binary, "check", "--image", self.images["attached"], "--nodes",
                               nodes, "--config", self.policy, "-o", "json"],
                              capture_output=True, text=True, timeout=120)

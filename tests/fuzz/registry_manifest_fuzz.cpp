@@ -1,10 +1,13 @@
 // Feeds arbitrary bytes to the manifest and image config readers, as a
 // registry (or something posing as one) could send them: each either reads
-// them or says why not, and what it reads is consistent.
+// them or says why not, and what it reads is consistent. The readers of a
+// pull (a manifest's layers, a config's platform) too.
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
+#include "registry/image_layers.h"
 #include "registry/manifest.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -26,6 +29,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const auto* chosen = cudagate::select_platform(*manifest, cudagate::Platform{});
     if (chosen != nullptr && chosen->platform.architecture != "amd64") __builtin_trap();
   }
+  auto layers = cudagate::parse_image_layers(text);
+  if (!layers && layers.error().message.empty()) __builtin_trap();
+  if (layers) {
+    if (!cudagate::is_sha256_digest(layers->config.digest)) __builtin_trap();
+    for (const auto& layer : layers->layers) {
+      if (!cudagate::is_sha256_digest(layer.digest)) __builtin_trap();
+    }
+  }
+  const std::string platform = cudagate::platform_of_config(text);
+  if (!platform.empty() && platform.find('/') == std::string::npos) __builtin_trap();
   auto config = cudagate::parse_image_config(text, "sha256:x");
   if (!config && config.error().message.empty()) __builtin_trap();
   if (config) {
