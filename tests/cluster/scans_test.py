@@ -9,9 +9,8 @@ validating and mutating webhooks called by kube-apiserver v1.37 refuse it
 there naming the library, pin it off the T4 elsewhere (kube-scheduler
 binds it to a node that can run it), and warn that flash-attn has no
 kernel for the A100. `cudagate check --image` and `cudagate audit` say the
-same. With
-scan.background, cudagate scans an image it admitted blind by itself, and
-the next admission of that image is judged on its files.
+same. With scan.background, cudagate scans an image it admitted blind by
+itself, and the next admission of that image is judged on its files.
 
     python3 scans_test.py --binary build/release/cudagate --source .
 """
